@@ -1,0 +1,74 @@
+"""The agent protocol: one call per case, every failure recorded on the case (never raised)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from bot.cases.model import Case
+
+
+@dataclass(frozen=True)
+class Answer:
+    sql: str | None = None
+    error: str | None = None
+    error_class: str | None = None
+    stderr: str | None = None
+    used: tuple[str, ...] = ()
+    # For self-tests (`gold:all`): every alternative is an answer of its own; the case passes only if all do.
+    alternatives: tuple[str, ...] = ()
+    duration_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class AgentContext:
+    """What an adapter may need besides the case: where relative paths start, and free-form options."""
+
+    base_dir: str = "."
+    options: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float = 120.0
+
+
+class AgentAdapter(Protocol):
+    name: str
+
+    def answer(self, case: Case) -> Answer: ...
+
+    def close(self) -> None: ...
+
+
+def request_for(case: Case, ctx: AgentContext) -> dict[str, Any]:
+    return {**case.agent_payload(), "options": ctx.options}
+
+
+def answer_from_reply(reply: Any, *, source: str) -> Answer:
+    """Interpret what an agent returned: a SQL string, `{"sql": ...}` or `{"error": ...}`."""
+    if isinstance(reply, str):
+        return Answer(sql=reply) if reply.strip() else Answer(error=f"{source} returned empty SQL", error_class="agent_empty")
+    if not isinstance(reply, dict):
+        return Answer(error=f"{source} returned {type(reply).__name__}, expected an object with `sql` or `error`",
+                      error_class="agent_bad_output")
+    used = reply.get("used") or ()
+    used = tuple(str(u) for u in used) if isinstance(used, list | tuple) else ()
+    if reply.get("error"):
+        return Answer(error=f"{source}: {reply['error']}", error_class="agent_declined", used=used)
+    sql = reply.get("sql")
+    if not isinstance(sql, str) or not sql.strip():
+        keys = ", ".join(sorted(map(str, reply))) or "none"
+        return Answer(error=f"{source} returned no `sql` (keys: {keys})", error_class="agent_bad_output", used=used)
+    return Answer(sql=sql, used=used)
+
+
+def parse_reply_text(text: str, *, source: str) -> Answer:
+    """An agent's stdout: one JSON object (the last JSON line wins if it also printed other lines)."""
+    stripped = text.strip()
+    if not stripped:
+        return Answer(error=f"{source} printed nothing", error_class="agent_bad_output")
+    candidates = [stripped, *reversed([ln for ln in stripped.splitlines() if ln.strip()])]
+    for cand in candidates:
+        try:
+            return answer_from_reply(json.loads(cand), source=source)
+        except json.JSONDecodeError:
+            continue
+    return Answer(error=f"{source} printed output that is not JSON: {stripped[:200]!r}", error_class="agent_bad_output")

@@ -1,0 +1,125 @@
+"""The case and suite models: what a benchmark is made of."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Category = Literal["query", "personalization", "management", "efficiency"]
+CATEGORIES: tuple[str, ...] = ("query", "personalization", "management", "efficiency")
+READ_ONLY_CATEGORIES = frozenset({"query", "personalization"})
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CompareOptions(_Frozen):
+    """How result sets are compared. Unset fields come from the preset (default `sqlcanary`)."""
+
+    preset: str | None = None
+    rows: Literal["multiset", "set"] | None = None
+    columns: Literal["positional", "permute", "subset"] | None = None
+    order: Literal["auto", "ignore", "strict"] | None = None
+    abs_tol: float | None = Field(default=None, ge=0)
+    rel_tol: float | None = Field(default=None, ge=0)
+    bool_is_int: bool | None = None
+    empty_gold_fails: bool | None = None
+    datetime_as_date: bool | None = None
+    strip_distinct: bool | None = None
+
+    def merged_over(self, base: CompareOptions) -> CompareOptions:
+        """These options, with unset fields taken from `base`."""
+        data = base.model_dump(exclude_none=True)
+        data.update(self.model_dump(exclude_none=True))
+        return CompareOptions(**data)
+
+
+class Check(_Frozen):
+    """A query run after a write.
+
+    `expect: true` (default): it must return one true value; a list: exactly those rows (as a multiset);
+    `gold`: the same rows as the check returns after the gold ran.
+    """
+
+    sql: str
+    expect: bool | Literal["gold"] | list[list[Any]] = True
+    name: str = ""
+
+
+class Efficiency(_Frozen):
+    """For efficiency cases: the prediction's plan cost must be at most (1 - threshold) x the reference's.
+
+    `reference_sql` is the slow query being rewritten (default: the gold). `explain_sql` is the query whose
+    plan is measured after the prediction ran (for predictions that add an index rather than rewrite a query).
+    """
+
+    reference_sql: str | None = None
+    explain_sql: str | None = None
+    threshold: float = Field(default=0.0, ge=0, lt=1)
+
+
+class Case(_Frozen):
+    id: str
+    question: str
+    gold_sql: tuple[str, ...] = ()
+    db: str
+    tags: tuple[str, ...] = ()
+    category: Category = "query"
+    instructions: str = ""
+    setup_sql: tuple[str, ...] = ()
+    teardown_sql: tuple[str, ...] = ()
+    checks: tuple[Check, ...] = ()
+    compare: CompareOptions = CompareOptions()
+    efficiency: Efficiency | None = None
+    source: str = ""
+
+    @field_validator("id")
+    @classmethod
+    def _id_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+    @property
+    def read_only(self) -> bool:
+        return self.category in READ_ONLY_CATEGORIES or (
+            self.category == "efficiency" and self.efficiency is not None and self.efficiency.explain_sql is None
+        )
+
+    def agent_payload(self) -> dict[str, Any]:
+        """What an agent is told about the case: never the gold."""
+        return {
+            "id": self.id,
+            "question": self.question,
+            "db": self.db,
+            "category": self.category,
+            "tags": list(self.tags),
+            "instructions": self.instructions,
+        }
+
+
+class SuiteSettings(_Frozen):
+    statement_timeout_ms: int = Field(default=30_000, gt=0)
+    row_cap: int = Field(default=10_000, gt=0)
+    compare: CompareOptions = CompareOptions()
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    root: Path
+    databases: dict[str, tuple[Path, ...]]
+    settings: SuiteSettings
+    cases: tuple[Case, ...]
+    content_hash: str
+    files: tuple[Path, ...] = field(default_factory=tuple)
+
+    def case(self, case_id: str) -> Case:
+        for c in self.cases:
+            if c.id == case_id:
+                return c
+        raise KeyError(case_id)

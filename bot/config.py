@@ -1,0 +1,98 @@
+"""The sqlcanary.yml model. Paths in it are relative to the file; command-line options win over it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from bot.cases.yamlread import LineDict, load_yaml_file
+from bot.errors import ConfigError
+
+CONFIG_NAMES = ("sqlcanary.yml", "sqlcanary.yaml")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class AgentConfig(_Model):
+    spec: str
+    timeout: float = Field(default=120.0, gt=0)
+    persistent: bool = False
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class KBConfig(_Model):
+    paths: tuple[str, ...] = ()
+
+
+class Config(_Model):
+    suite: str | None = None
+    agent: AgentConfig | None = None
+    dsn: str | None = Field(default=None, repr=False)
+    postgres: Literal["auto", "embedded", "docker"] = "auto"
+    jobs: int | None = Field(default=None, ge=1, le=64)
+    statement_timeout: str | int | None = None
+    row_cap: int | None = Field(default=None, gt=0)
+    preset: str | None = None
+    out: str | None = None
+    kb: KBConfig = KBConfig()
+    base_dir: str = "."
+
+    @field_validator("agent", mode="before")
+    @classmethod
+    def _agent_spec(cls, value: Any) -> Any:
+        return {"spec": value} if isinstance(value, str) else value
+
+    def path(self, value: str) -> Path:
+        p = Path(value)
+        return p if p.is_absolute() else Path(self.base_dir) / p
+
+
+def load_config(path: str | Path) -> Config:
+    p = Path(path)
+    doc = load_yaml_file(p)
+    if doc is None:
+        doc = LineDict()
+        doc.line, doc.key_lines = 1, {}
+    if not isinstance(doc, dict):
+        raise ConfigError("a config file must be a mapping", path=str(p), line=1)
+    try:
+        return Config(**doc, base_dir=str(p.parent.resolve()))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = str(err["loc"][0]) if err["loc"] else ""
+        line = doc.line_of(key) if isinstance(doc, LineDict) and key else None
+        where = ".".join(str(x) for x in err["loc"])
+        raise ConfigError(f"{where}: {err['msg']}", path=str(p), line=line) from exc
+    except TypeError as exc:
+        raise ConfigError(str(exc), path=str(p)) from exc
+
+
+def find_config(explicit: str | None, suite: str | None) -> Config:
+    """--config, else ./sqlcanary.yml, else sqlcanary.yml in the suite folder; else an empty config."""
+    if explicit:
+        if not Path(explicit).is_file():
+            raise ConfigError("no such config file", path=explicit)
+        return load_config(explicit)
+    folders = [Path.cwd()]
+    if suite and Path(suite).is_dir():
+        folders.append(Path(suite))
+    for folder in folders:
+        for name in CONFIG_NAMES:
+            candidate = folder / name
+            if candidate.is_file():
+                config = load_config(candidate)
+                if suite and folder == Path.cwd() and config.suite:
+                    # a suite named on the command line wins over the one in ./sqlcanary.yml
+                    return config
+                return config
+    return Config(base_dir=str(Path.cwd()))
+
+
+def database_url(cli_dsn: str | None, config: Config, environ: dict[str, str] | None = None) -> str | None:
+    env = os.environ if environ is None else environ
+    return cli_dsn or env.get("DATABASE_URL") or config.dsn

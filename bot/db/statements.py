@@ -1,0 +1,93 @@
+"""Splitting untrusted SQL into statements and refusing the ones that would escape the case's transaction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import tokens
+from sqlglot.dialects.postgres import Postgres
+from sqlglot.errors import TokenError
+
+_TOKENIZER = Postgres().tokenizer_class
+
+# Statements that end, split or leave the transaction a case runs in, or change the session's guards.
+_TX_CONTROL = {"COMMIT", "END", "ROLLBACK", "ABORT", "BEGIN", "START", "SAVEPOINT", "RELEASE"}
+_GUARDED_SETTINGS = {
+    "statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout", "transaction_timeout",
+    "temp_file_limit", "default_transaction_read_only", "transaction_read_only", "session_authorization", "role",
+}  # fmt: skip
+
+
+class UnsafeSQL(ValueError):
+    """The SQL is refused before it reaches the database; the message says why."""
+
+    def __init__(self, message: str, *, error_class: str) -> None:
+        super().__init__(message)
+        self.error_class = error_class
+
+
+@dataclass(frozen=True)
+class Statement:
+    text: str
+    lead: str
+
+
+def split_statements(sql: str) -> list[Statement]:
+    """Top-level statements of `sql` (strings, comments and dollar quotes respected), empty ones dropped."""
+    try:
+        toks = _TOKENIZER().tokenize(sql)
+    except TokenError as exc:
+        raise UnsafeSQL(f"cannot tokenize the SQL: {str(exc).splitlines()[0]}", error_class="unparsable") from exc
+    out: list[Statement] = []
+    start_tok: tokens.Token | None = None
+    last_tok: tokens.Token | None = None
+    for tok in [*toks, None]:
+        if tok is None or tok.token_type == tokens.TokenType.SEMICOLON:
+            if start_tok is not None and last_tok is not None:
+                text = sql[start_tok.start : last_tok.end + 1].strip()
+                out.append(Statement(text=text, lead=start_tok.text.upper()))
+            start_tok = last_tok = None
+            continue
+        if start_tok is None:
+            start_tok = tok
+        last_tok = tok
+    return out
+
+
+def _check_statement(stmt: Statement) -> None:
+    words = stmt.text.split(None, 3)
+    second = words[1].upper() if len(words) > 1 else ""
+    if stmt.lead in _TX_CONTROL or (stmt.lead == "PREPARE" and second == "TRANSACTION"):
+        raise UnsafeSQL(
+            f"transaction control ({stmt.lead}) is not allowed in a prediction: the case runs in a transaction "
+            "that sqlcanary rolls back",
+            error_class="forbidden_statement",
+        )
+    if stmt.lead in {"SET", "RESET"}:
+        target = (words[2] if second in {"LOCAL", "SESSION"} and len(words) > 2 else second).lower().strip(";")
+        if target in _GUARDED_SETTINGS or target == "all" or second == "SESSION" and target == "authorization":
+            raise UnsafeSQL(f"{stmt.lead} {target} is not allowed in a prediction", error_class="forbidden_statement")
+
+
+def single_query(sql: str) -> str:
+    """The one statement of a read-only prediction, or UnsafeSQL (none, or more than one)."""
+    stmts = split_statements(sql)
+    if not stmts:
+        raise UnsafeSQL("the prediction is empty", error_class="empty")
+    if len(stmts) > 1:
+        raise UnsafeSQL(
+            f"the prediction holds {len(stmts)} statements; a query case takes exactly one",
+            error_class="multiple_statements",
+        )
+    _check_statement(stmts[0])
+    return stmts[0].text
+
+
+def write_statements(sql: str) -> list[str]:
+    """The statements of a prediction for a case that writes, after refusing transaction control."""
+    stmts = split_statements(sql)
+    if not stmts:
+        raise UnsafeSQL("the prediction is empty", error_class="empty")
+    for stmt in stmts:
+        _check_statement(stmt)
+    return [s.text for s in stmts]

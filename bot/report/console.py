@@ -1,0 +1,72 @@
+"""What a person sees in the terminal: progress while the run goes, a summary table after."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from typing import TextIO
+
+from bot.results import CaseResult, Counts, RunResult
+
+
+def _rate(c: Counts) -> str:
+    rate = c.pass_rate
+    return "-" if rate is None else f"{rate:.1%}"
+
+
+def summary_table(run: RunResult) -> str:
+    rows = [("all", run.summary)]
+    rows += [(f"category {k}", v) for k, v in run.summary.by_category.items()]
+    rows += [(f"tag {k}", v) for k, v in run.summary.by_tag.items()]
+    width = max(len(name) for name, _ in rows)
+    head = f"{'':<{width}}  {'total':>6} {'passed':>7} {'failed':>7} {'invalid':>8} {'errored':>8} {'pass rate':>10}"
+    lines = [head, "-" * len(head)]
+    for name, c in rows:
+        lines.append(f"{name:<{width}}  {c.total:>6} {c.passed:>7} {c.failed:>7} {c.invalid:>8} {c.errored:>8} "
+                     f"{_rate(c):>10}")
+    return "\n".join(lines)
+
+
+def problem_lines(run: RunResult, limit: int = 15) -> str:
+    bad = [c for c in run.cases if c.status != "passed"]
+    out = [f"  {c.status:<8} {c.id}: {c.reason[:160]}" for c in bad[:limit]]
+    if len(bad) > limit:
+        out.append(f"  ... and {len(bad) - limit} more (see the results file)")
+    return "\n".join(out)
+
+
+class Progress:
+    """A tqdm bar on a terminal; plain progress lines in CI or when stderr is not a terminal."""
+
+    def __init__(self, total: int, *, stream: TextIO = sys.stderr, enabled: bool = True) -> None:
+        self.total = total
+        self.stream = stream
+        self.enabled = enabled
+        self.counts = {"passed": 0, "failed": 0, "invalid": 0, "errored": 0}
+        self._lock = threading.Lock()
+        self._bar = None
+        self._last_line = 0.0
+        interactive = stream.isatty() and not os.environ.get("CI")
+        if enabled and interactive:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, file=stream, unit="case", dynamic_ncols=True, leave=True)
+
+    def __call__(self, result: CaseResult, done: int, total: int) -> None:
+        with self._lock:
+            self.counts[result.status] += 1
+            if self._bar is not None:
+                self._bar.set_postfix(self.counts, refresh=False)
+                self._bar.update(1)
+            elif self.enabled:
+                now = time.monotonic()
+                if done == total or now - self._last_line >= 2.0 or done % max(1, total // 10) == 0:
+                    self._last_line = now
+                    parts = " ".join(f"{k} {v}" for k, v in self.counts.items())
+                    print(f"sqlcanary: [{done}/{total}] {parts}", file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()

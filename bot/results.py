@@ -1,0 +1,176 @@
+"""Every model written to disk or passed between steps, with SCHEMA_VERSION and read/write helpers."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from bot.errors import ResultFileError
+
+SCHEMA_VERSION = 1
+# Bumped whenever a scorer's decision rules change: runs scored by different versions are not comparable.
+EVALUATOR_VERSION = "1"
+
+Status = Literal["passed", "failed", "invalid", "errored"]
+STATUSES: tuple[Status, ...] = ("passed", "failed", "invalid", "errored")
+
+
+@dataclass(frozen=True)
+class ResultSet:
+    """Rows fetched from PostgreSQL (in process only): at most row_cap of them, `truncated` when there were more."""
+
+    columns: tuple[str, ...]
+    type_oids: tuple[int, ...]
+    rows: list[tuple[Any, ...]]
+    truncated: bool = False
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Verdict(_Frozen):
+    """One scorer's judgement of one case. `match` None means not decidable, which is not "wrong"."""
+
+    scorer: str
+    match: bool | None
+    kind: str
+    flags: tuple[str, ...] = ()
+    message: str = ""
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class Prediction(_Frozen):
+    sql: str | None = None
+    error: str | None = None
+    error_class: str | None = None
+    stderr: str | None = None
+    alternative: int | None = None
+    # KB places the agent says it used for this answer ("kb/metrics/gmv.yaml:3-12"); the repair loop reads them.
+    used: tuple[str, ...] = ()
+    duration_s: float | None = None
+
+
+class CaseResult(_Frozen):
+    id: str
+    status: Status
+    category: str
+    tags: tuple[str, ...] = ()
+    db: str = ""
+    question: str = ""
+    prediction: Prediction = Prediction()
+    verdicts: dict[str, Verdict] = Field(default_factory=dict)
+    deciding_scorer: str | None = None
+    reason: str = ""
+    error_class: str | None = None
+    timings: dict[str, float] = Field(default_factory=dict)
+    source: str | None = None
+
+
+class Counts(_Frozen):
+    total: int = 0
+    passed: int = 0
+    failed: int = 0
+    invalid: int = 0
+    errored: int = 0
+
+    @property
+    def pass_rate(self) -> float | None:
+        """Passed over decidable cases (invalid ones are excluded); None when nothing was decidable."""
+        decidable = self.total - self.invalid
+        return None if decidable <= 0 else self.passed / decidable
+
+
+class Summary(Counts):
+    by_tag: dict[str, Counts] = Field(default_factory=dict)
+    by_category: dict[str, Counts] = Field(default_factory=dict)
+
+
+class RunMeta(_Frozen):
+    suite: str
+    suite_hash: str
+    fixtures: dict[str, str] = Field(default_factory=dict)
+    server_version: str = ""
+    sqlcanary_version: str = ""
+    evaluator_version: str = EVALUATOR_VERSION
+    preset: str = "sqlcanary"
+    agent: str = ""
+    git_sha: str | None = None
+    started_at: str = ""
+    duration_s: float = 0.0
+    jobs: int = 1
+    filters: dict[str, Any] = Field(default_factory=dict)
+    complete: bool = True
+
+
+class RunResult(_Frozen):
+    schema_version: int = SCHEMA_VERSION
+    meta: RunMeta
+    summary: Summary
+    cases: tuple[CaseResult, ...] = ()
+
+
+def count(cases: list[CaseResult] | tuple[CaseResult, ...]) -> Counts:
+    by_status = {s: 0 for s in STATUSES}
+    for case in cases:
+        by_status[case.status] += 1
+    return Counts(total=len(cases), **by_status)
+
+
+def summarize(cases: list[CaseResult] | tuple[CaseResult, ...]) -> Summary:
+    tags: dict[str, list[CaseResult]] = {}
+    categories: dict[str, list[CaseResult]] = {}
+    for case in cases:
+        for tag in case.tags:
+            tags.setdefault(tag, []).append(case)
+        categories.setdefault(case.category, []).append(case)
+    return Summary(
+        **count(cases).model_dump(),
+        by_tag={k: count(v) for k, v in sorted(tags.items())},
+        by_category={k: count(v) for k, v in sorted(categories.items())},
+    )
+
+
+def write_json_atomic(path: str | Path, payload: str) -> None:
+    """Write a file so that a reader never sees half of it (temp file in the same folder, then rename)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(payload)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_run(path: str | Path, run: RunResult) -> None:
+    write_json_atomic(path, run.model_dump_json(indent=2) + "\n")
+
+
+def read_run(path: str | Path) -> RunResult:
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ResultFileError("no such file", path=str(path)) from exc
+    except json.JSONDecodeError as exc:
+        raise ResultFileError(f"not JSON: {exc.msg}", path=str(path), line=exc.lineno) from exc
+    if not isinstance(raw, dict) or raw.get("schema_version") != SCHEMA_VERSION:
+        got = raw.get("schema_version") if isinstance(raw, dict) else None
+        raise ResultFileError(
+            f"schema_version {got!r} is not {SCHEMA_VERSION}: written by another sqlcanary version",
+            path=str(path),
+        )
+    try:
+        return RunResult.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ResultFileError(f"{where}: {first['msg']}", path=str(path)) from exc

@@ -1,0 +1,256 @@
+"""run_suite(...) -> RunResult: agents answer, the database judges, results are saved as they come."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from bot.agents.base import AgentAdapter, Answer
+from bot.cases.model import Case, CompareOptions, Suite
+from bot.db.provision import Server
+from bot.db.session import ConnectionLost, Session
+from bot.db.templates import WORK_PREFIX, Database, clone_database, drop_database, runner_dsn, working_databases
+from bot.errors import DatabaseError
+from bot.evaluate import Evaluation, evaluate_case
+from bot.results import (
+    EVALUATOR_VERSION,
+    CaseResult,
+    Prediction,
+    RunMeta,
+    RunResult,
+    Verdict,
+    summarize,
+    write_run,
+)
+from bot.scoring.execution import resolve_options
+
+SAVE_EVERY_S = 5.0
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    jobs: int = 2
+    preset: str | None = None
+    statement_timeout_ms: int | None = None
+    row_cap: int | None = None
+    structural: bool = False
+    out: Path | None = None
+    filters: dict = field(default_factory=dict)
+
+
+def sqlcanary_version() -> str:
+    try:
+        return version("sqlcanary")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def git_sha(cwd: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+class _Workers:
+    """Per-thread sessions to each working database."""
+
+    def __init__(self, dbs: dict[str, Database], *, timeout_ms: int, row_cap: int) -> None:
+        self.dbs = dbs
+        self.timeout_ms = timeout_ms
+        self.row_cap = row_cap
+        self._local = threading.local()
+        self._all: list[Session] = []
+        self._lock = threading.Lock()
+
+    def session(self, db: str) -> Session:
+        sessions = getattr(self._local, "sessions", None)
+        if sessions is None:
+            sessions = self._local.sessions = {}
+        if db not in sessions:
+            s = Session(self.dbs[db].dsn, statement_timeout_ms=self.timeout_ms, row_cap=self.row_cap)
+            sessions[db] = s
+            with self._lock:
+                self._all.append(s)
+        return sessions[db]
+
+    def close(self) -> None:
+        for s in self._all:
+            s.close()
+
+
+def _scratch_factory(server: Server, dbs: dict[str, Database], *, timeout_ms: int, row_cap: int):
+    counter = itertools.count()
+    password_dsn = {k: v.dsn for k, v in dbs.items()}
+
+    @contextmanager
+    def scratch(db: str) -> Iterator[Session]:
+        name = f"{WORK_PREFIX}scratch_p{os.getpid()}_{next(counter)}"
+        clone_database(server, dbs[db].template, name)
+        from psycopg2.extensions import parse_dsn
+
+        password = parse_dsn(password_dsn[db]).get("password", "")
+        session = Session(runner_dsn(server, name, password), statement_timeout_ms=timeout_ms, row_cap=row_cap)
+        try:
+            session.execute(f"SET statement_timeout = {int(timeout_ms)}", untrusted=False)
+            yield session
+        finally:
+            session.close()
+            drop_database(server, name)
+
+    return scratch
+
+
+def _case_result(case: Case, answer: Answer, ev: Evaluation | None, *, agent_s: float, eval_s: float) -> CaseResult:
+    prediction = Prediction(sql=answer.sql, error=answer.error, error_class=answer.error_class, stderr=answer.stderr,
+                            used=answer.used, duration_s=round(answer.duration_s or agent_s, 6),
+                            alternative=ev.alternative if ev else None)  # fmt: skip
+    timings = {"agent_s": round(agent_s, 6), "eval_s": round(eval_s, 6)}
+    base = dict(id=case.id, category=case.category, tags=case.tags, db=case.db, question=case.question,
+                prediction=prediction, timings=timings, source=case.source)  # fmt: skip
+    if ev is None:
+        return CaseResult(status="errored", reason=f"agent: {answer.error}", error_class=answer.error_class, **base)
+    return CaseResult(status=ev.status, verdicts=ev.verdicts, deciding_scorer=ev.deciding, reason=ev.reason,
+                      error_class=ev.error_class, **base)  # fmt: skip
+
+
+def _combine_alternatives(evs: list[Evaluation]) -> Evaluation:
+    """`gold:all`: every alternative must pass; the first that does not is the reason."""
+    for i, ev in enumerate(evs):
+        if ev.status != "passed":
+            return Evaluation(status=ev.status, verdicts=ev.verdicts, deciding=ev.deciding,
+                              reason=f"gold alternative #{i + 1}: {ev.reason}", error_class=ev.error_class,
+                              alternative=i)  # fmt: skip
+    return evs[0]
+
+
+def _structural(case: Case, sql: str | None, session: Session, cache: dict) -> Verdict | None:
+    if not sql or not case.gold_sql:
+        return None
+    try:
+        from bot.scoring.structural import structural_verdict
+    except ImportError:  # pragma: no cover - the scorer ships with the package
+        return None
+    if case.db not in cache:
+        try:
+            cache[case.db] = session.schema()
+        except Exception:  # noqa: BLE001 - a diagnostic must never fail a run
+            cache[case.db] = None
+    return structural_verdict(case.gold_sql[0], sql, schema=cache[case.db])
+
+
+class _Saver:
+    def __init__(self, out: Path | None, make: Callable[[bool], RunResult]) -> None:
+        self.out, self.make, self.last = out, make, time.monotonic()
+        self.lock = threading.Lock()
+
+    def maybe(self) -> None:
+        if self.out and time.monotonic() - self.last > SAVE_EVERY_S and self.lock.acquire(blocking=False):
+            try:
+                write_run(self.out, self.make(False))
+                self.last = time.monotonic()
+            finally:
+                self.lock.release()
+
+
+def run_suite(
+    suite: Suite,
+    cases: list[Case],
+    agent: AgentAdapter,
+    server: Server,
+    opts: RunOptions,
+    *,
+    progress: Callable[[CaseResult, int, int], None] | None = None,
+) -> RunResult:
+    started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    t0 = time.perf_counter()
+    timeout_ms = opts.statement_timeout_ms or suite.settings.statement_timeout_ms
+    row_cap = opts.row_cap or suite.settings.row_cap
+    used_dbs = {c.db: suite.databases[c.db] for c in cases}
+    preset_layer = CompareOptions(preset=opts.preset) if opts.preset else None
+    options = {c.id: resolve_options(suite.settings.compare, c.compare, preset_layer) for c in cases}
+    results: dict[int, CaseResult] = {}
+    fingerprints: dict[str, str] = {}
+
+    def make(complete: bool) -> RunResult:
+        done = [results[i] for i in sorted(results)]
+        meta = RunMeta(suite=suite.name, suite_hash=suite.content_hash, fixtures=dict(fingerprints),
+                       server_version=server.version, sqlcanary_version=sqlcanary_version(),
+                       evaluator_version=EVALUATOR_VERSION, preset=opts.preset or "sqlcanary", agent=agent.name,
+                       git_sha=git_sha(suite.root), started_at=started_at,
+                       duration_s=round(time.perf_counter() - t0, 3), jobs=opts.jobs, filters=opts.filters,
+                       complete=complete)  # fmt: skip
+        return RunResult(meta=meta, summary=summarize(done), cases=tuple(done))
+
+    saver = _Saver(opts.out, make)
+    with working_databases(server, used_dbs) as dbs:
+        fingerprints.update({k: v.fingerprint for k, v in dbs.items()})
+        workers = _Workers(dbs, timeout_ms=timeout_ms, row_cap=row_cap)
+        scratch = _scratch_factory(server, dbs, timeout_ms=timeout_ms, row_cap=row_cap)
+        schemas: dict[str, object] = {}
+
+        def one(index: int, case: Case) -> None:
+            a0 = time.perf_counter()
+            answer = agent.answer(case)
+            agent_s = time.perf_counter() - a0
+            e0 = time.perf_counter()
+            ev = None
+            if answer.sql is not None:
+                session = workers.session(case.db)
+                sqls = answer.alternatives or (answer.sql,)
+                try:
+                    evs = [evaluate_case(case, s, session, options=options[case.id], scratch=scratch) for s in sqls]
+                except ConnectionLost:
+                    session.reset()  # one retry on a fresh connection, then the run stops
+                    evs = [evaluate_case(case, s, session, options=options[case.id], scratch=scratch) for s in sqls]
+                ev = _combine_alternatives(evs) if len(evs) > 1 else evs[0]
+                if ev.status == "failed" or (opts.structural and ev.status == "passed"):
+                    sv = _structural(case, answer.sql, session, schemas)
+                    if sv is not None:
+                        ev = Evaluation(status=ev.status, verdicts={**ev.verdicts, "structural": sv},
+                                        deciding=ev.deciding, reason=ev.reason, error_class=ev.error_class,
+                                        alternative=ev.alternative)  # fmt: skip
+            result = _case_result(case, answer, ev, agent_s=agent_s, eval_s=time.perf_counter() - e0)
+            results[index] = result
+            if progress:
+                progress(result, len(results), len(cases))
+            saver.maybe()
+
+        try:
+            if opts.jobs <= 1:
+                for i, case in enumerate(cases):
+                    one(i, case)
+            else:
+                with ThreadPoolExecutor(max_workers=opts.jobs, thread_name_prefix="sqlcanary") as pool:
+                    futures = [pool.submit(one, i, c) for i, c in enumerate(cases)]
+                    try:
+                        for f in futures:
+                            f.result()
+                    except BaseException:
+                        for f in futures:
+                            f.cancel()
+                        raise
+        except (BaseException, ConnectionLost) as exc:
+            if opts.out:
+                write_run(opts.out, make(False))
+            if isinstance(exc, ConnectionLost):
+                raise DatabaseError(f"{exc.message}; {len(results)} case result(s) kept in {opts.out}") from exc
+            raise
+        finally:
+            workers.close()
+            agent.close()
+    run = make(True)
+    if opts.out:
+        write_run(opts.out, run)
+    return run

@@ -1,0 +1,232 @@
+"""Comparing two result sets under sqlcanary's rules (VERDICTS.md): multisets of typed rows, columns matched
+by position, by name or by value signature and then verified row by row, order checked on the ORDER BY key only."""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from bot.results import ResultSet
+from bot.scoring.values import (
+    APPROX_OIDS,
+    close,
+    normalize_rows,
+    show,
+    signature_value,
+    sort_key,
+)
+
+MAX_PERMUTATIONS = 720
+
+
+@dataclass(frozen=True)
+class TableOptions:
+    rows: Literal["multiset", "set"] = "multiset"
+    columns: Literal["positional", "permute", "subset"] = "permute"
+    abs_tol: float = 1e-9
+    rel_tol: float = 1e-9
+
+
+@dataclass(frozen=True)
+class TableVerdict:
+    match: bool | None
+    kind: str
+    message: str
+    flags: tuple[str, ...] = ()
+    details: dict[str, Any] = field(default_factory=dict)
+    mapping: tuple[int, ...] | None = None  # gold column i is prediction column mapping[i]
+
+
+@dataclass(frozen=True)
+class OrderCheck:
+    key_positions: tuple[int, ...] | None  # None: the key is not an output column; compare full sequences
+    tie_cut: bool = False  # the gold's LIMIT cut through a run of equal keys
+
+
+def _project(rows: list[tuple[Any, ...]], mapping: tuple[int, ...]) -> list[tuple[Any, ...]]:
+    if mapping == tuple(range(len(mapping))) and rows and len(rows[0]) == len(mapping):
+        return rows
+    return [tuple(r[i] for i in mapping) for r in rows]
+
+
+def _signature(rows: list[tuple[Any, ...]], col: int) -> int:
+    return hash(tuple(sorted((signature_value(r[col]) for r in rows), key=sort_key)))
+
+
+def candidate_mappings(gold: ResultSet, pred: ResultSet, g: list, p: list, mode: str) -> list[tuple[int, ...]]:
+    """Column mappings worth verifying, most plausible first: positional, by name, by value signature."""
+    gw, pw = len(gold.columns), len(pred.columns)
+    out: list[tuple[int, ...]] = []
+    if gw == pw:
+        out.append(tuple(range(gw)))
+    if mode == "positional" or (mode == "permute" and gw != pw) or gw > pw:
+        return out
+    gnames = [c.lower() for c in gold.columns]
+    pnames = [c.lower() for c in pred.columns]
+    if len(set(gnames)) == gw and len(set(pnames)) == pw and set(gnames) <= set(pnames):
+        out.append(tuple(pnames.index(n) for n in gnames))
+    gsig = [_signature(g, i) for i in range(gw)]
+    psig = [_signature(p, j) for j in range(pw)]
+    choices = [[j for j in range(pw) if psig[j] == gsig[i]] for i in range(gw)]
+    if all(choices):
+        count = 0
+        for combo in itertools.product(*choices):
+            if len(set(combo)) == gw:
+                out.append(tuple(combo))
+                count += 1
+                if count >= MAX_PERMUTATIONS:
+                    break
+    return list(dict.fromkeys(out))
+
+
+def _approx_columns(gold: ResultSet, pred: ResultSet, mapping: tuple[int, ...]) -> list[int]:
+    return [i for i, j in enumerate(mapping) if gold.type_oids[i] in APPROX_OIDS or pred.type_oids[j] in APPROX_OIDS]
+
+
+def _multiset_equal(g: list, p: list, approx: list[int], opts: TableOptions) -> tuple[bool, bool]:
+    """(equal, needed tolerance)."""
+    if len(g) != len(p):
+        return False, False
+    try:
+        if Counter(g) == Counter(p):
+            return True, False
+    except TypeError:
+        pass
+    if not approx:
+        return False, False
+    exact_cols = [i for i in range(len(g[0]) if g else 0) if i not in approx]
+    groups: dict[tuple, list[list]] = {}
+    for side, rows in ((0, g), (1, p)):
+        for r in rows:
+            key = tuple(r[i] for i in exact_cols)
+            groups.setdefault(key, [[], []])[side].append(tuple(r[i] for i in approx))
+    for gv, pv in groups.values():
+        if len(gv) != len(pv):
+            return False, False
+        gv.sort(key=lambda t: tuple(sort_key(x) for x in t))
+        pv.sort(key=lambda t: tuple(sort_key(x) for x in t))
+        for a, b in zip(gv, pv, strict=True):
+            if not all(close(x, y, abs_tol=opts.abs_tol, rel_tol=opts.rel_tol) for x, y in zip(a, b, strict=True)):
+                return False, False
+    return True, True
+
+
+def _dedupe(rows: list) -> list:
+    try:
+        return list(dict.fromkeys(rows))
+    except TypeError:
+        return rows
+
+
+def _order_ok(g: list, p: list, check: OrderCheck, opts: TableOptions) -> tuple[bool, str]:
+    if check.key_positions is None:
+        keys_g, keys_p = g, p
+    else:
+        keys_g = [tuple(r[i] for i in check.key_positions) for r in g]
+        keys_p = [tuple(r[i] for i in check.key_positions) for r in p]
+    for pos, (a, b) in enumerate(zip(keys_g, keys_p, strict=False)):
+        if not close(a, b, abs_tol=opts.abs_tol, rel_tol=opts.rel_tol):
+            return False, f"row order differs at row {pos + 1}: gold has {show(a)} there, prediction has {show(b)}"
+    return True, ""
+
+
+def _drop_tie_run(g: list, p: list, key_positions: tuple[int, ...]) -> tuple[list, list, bool]:
+    """Without the rows of the last key value (cut by LIMIT): the prediction may pick any of the tied rows."""
+    if not g:
+        return g, p, True
+    last = tuple(g[-1][i] for i in key_positions)
+    g_keep = [r for r in g if tuple(r[i] for i in key_positions) != last]
+    p_keep = [r for r in p if tuple(r[i] for i in key_positions) != last]
+    same_count = len(g) - len(g_keep) == len(p) - len(p_keep)
+    return g_keep, p_keep, same_count
+
+
+def describe_difference(g: list, p: list, columns: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
+    if len(g) != len(p):
+        return (f"row count differs: gold has {len(g)} rows, prediction has {len(p)}",
+                {"gold_rows": len(g), "pred_rows": len(p)})  # fmt: skip
+    try:
+        missing = list((Counter(g) - Counter(p)).elements())
+        extra = list((Counter(p) - Counter(g)).elements())
+    except TypeError:
+        missing, extra = [r for r in g if r not in p], [r for r in p if r not in g]
+    if not missing:
+        return "rows differ", {}
+    gm = next(r for r in g if r in missing)
+    pe = extra[0] if extra else None
+    details = {"gold_row": show(gm, 200), "pred_row": show(pe, 200) if pe is not None else None,
+               "rows_missing": len(missing)}  # fmt: skip
+    if pe is not None and len(gm) == len(pe):
+        diffs = [i for i, (a, b) in enumerate(zip(gm, pe, strict=True)) if a != b]
+        if len(diffs) <= 2:
+            parts = [f"column `{columns[i]}`: gold {show(gm[i])}, prediction {show(pe[i])}" for i in diffs]
+            return f"{len(missing)} gold row(s) not matched; first: " + "; ".join(parts), details
+    return f"{len(missing)} gold row(s) not in the prediction, e.g. {show(gm)}", details
+
+
+def compare_tables(
+    gold: ResultSet, pred: ResultSet, *, opts: TableOptions, order: OrderCheck | None = None
+) -> TableVerdict:
+    flags: list[str] = []
+    if gold.truncated or pred.truncated:
+        flags.append("truncated")
+        if (gold.truncated and pred.truncated) or opts.rows == "set":
+            return TableVerdict(None, "undecidable", "both results exceed the row cap: cannot decide", tuple(flags))
+        who = "gold" if gold.truncated else "prediction"
+        return TableVerdict(False, "mismatch", f"row count differs: the {who} exceeds the row cap, the other does not",
+                            tuple(flags))  # fmt: skip
+    if order is not None:
+        flags.append("order_checked")
+    if not gold.rows:
+        flags.append("gold_empty")
+    gw, pw = len(gold.columns), len(pred.columns)
+    if gw != pw and not (opts.columns == "subset" and gw < pw):
+        gcols, pcols = ", ".join(gold.columns), ", ".join(pred.columns)
+        return TableVerdict(False, "mismatch", f"column count differs: gold has {gw} ({gcols}), prediction has {pw} "
+                            f"({pcols})", tuple(flags), {"gold_columns": list(gold.columns),
+                                                          "pred_columns": list(pred.columns)})  # fmt: skip
+    g = normalize_rows(gold.rows, gold.type_oids)
+    p = normalize_rows(pred.rows, pred.type_oids)
+    if opts.rows == "set":
+        flags.append("set_semantics")
+        g = _dedupe(g)
+    mappings = candidate_mappings(gold, pred, g, p, opts.columns)
+    first_fail: tuple[str, dict] | None = None
+    for mapping in mappings:
+        pp = _project(p, mapping)
+        if opts.rows == "set":
+            pp = _dedupe(pp)
+        gg, pc, counts_ok = g, pp, True
+        if order is not None and order.tie_cut and order.key_positions is not None:
+            gg, pc, counts_ok = _drop_tie_run(g, pp, order.key_positions)
+        approx = _approx_columns(gold, pred, mapping)
+        equal, tolerant = _multiset_equal(gg, pc, approx, opts)
+        if not (equal and counts_ok):
+            if first_fail is None:
+                first_fail = describe_difference(g, pp, gold.columns)
+            continue
+        if order is not None:
+            ok, why = _order_ok(g, pp, order, opts)
+            if not ok:
+                if first_fail is None or len(g) == len(pp):
+                    first_fail = (why, {})
+                continue
+        kind = "exact"
+        if pw > gw:
+            kind = "subset_columns"
+        elif mapping != tuple(range(gw)):
+            kind = "permuted_columns"
+        if tolerant and kind == "exact":
+            kind = "within_tolerance"
+        elif tolerant:
+            flags.append("within_tolerance")
+        if order is not None and order.tie_cut:
+            flags.append("ambiguous_ties")
+        message = "results match" + ("" if kind == "exact" else f" ({kind.replace('_', ' ')})")
+        return TableVerdict(True, kind, message, tuple(flags), {}, mapping)
+    if first_fail is None:
+        names = ", ".join(gold.columns)
+        first_fail = (f"no column of the prediction lines up with the gold's ({names})", {})
+    return TableVerdict(False, "mismatch", first_fail[0], tuple(flags), first_fail[1])

@@ -1,0 +1,38 @@
+"""Shared fixtures: a real PostgreSQL (DATABASE_URL, testcontainers when asked, else the embedded server)
+and the read-only datasets in ../shared (tests that need them skip with a reason when it is absent)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def shared_dir() -> Path | None:
+    candidate = Path(os.environ.get("SQLCANARY_SHARED", REPO.parent / "shared"))
+    return candidate if candidate.is_dir() else None
+
+
+@pytest.fixture(scope="session")
+def shared() -> Path:
+    found = shared_dir()
+    if found is None:
+        pytest.skip("../shared (the datasets) is absent: this is a user's clone; CI has it")
+    return found
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A superuser connection to a real PostgreSQL; fails loudly when none can be started."""
+    from bot.db.provision import provision
+
+    mode = "docker" if os.environ.get("SQLCANARY_TEST_POSTGRES") == "docker" else "auto"
+    return provision(dsn=os.environ.get("DATABASE_URL"), mode=mode)
+
+
+@pytest.fixture(scope="session")
+def pg_dsn(pg_server) -> str:
+    return pg_server.admin_dsn
