@@ -7,13 +7,14 @@ rolled back; statements that cannot run in a transaction fall back to a scratch 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from bot.cases.model import Case, CompareOptions
 from bot.db.session import Outcome, Session
-from bot.db.statements import UnsafeSQL, single_query, write_statements
+from bot.db.statements import UnsafeSQL, write_statements
 from bot.results import Status, Verdict
 from bot.scoring.execution import error_verdict, judge_results, wants_order
 from bot.scoring.order import key_positions, with_limit
@@ -67,13 +68,19 @@ def _from_verdict(scorer: str, verdicts: dict[str, Verdict], *, error_class: str
                       error_class=error_class or v.details.get("error_class"))  # fmt: skip
 
 
+_LEAD = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/|\()*(\w*)", re.S)
+
+
 def _query_text(pred_sql: str) -> str:
-    stmt = single_query(pred_sql)
-    lead = stmt.lstrip("(").split(None, 1)[0].upper() if stmt.strip() else ""
-    if lead not in QUERY_LEADS and not stmt.startswith("("):
+    """A cheap early refusal with a clear reason; the server still refuses anything but one query."""
+    m = _LEAD.match(pred_sql)
+    lead = m.group(1).upper() if m else ""
+    if not lead:
+        raise UnsafeSQL("the prediction is empty", error_class="empty")
+    if lead not in QUERY_LEADS:
         raise UnsafeSQL(f"a query case takes one SELECT; the prediction is a {lead} statement",
                         error_class="not_a_query")  # fmt: skip
-    return stmt
+    return pred_sql
 
 
 def _order_check(session: Session, gold_sql: str, gold_rows, columns, options: CompareOptions) -> OrderCheck | None:
@@ -314,6 +321,3 @@ def evaluate_case(case: Case, pred_sql: str, session: Session, *, options: Compa
         return evaluate_efficiency(case, pred_sql, session, options=options, scratch=scratch)
     return evaluate_query(case, pred_sql, session, options=options)
 
-
-def iter_gold_alternatives(case: Case) -> Iterator[tuple[int, str]]:
-    yield from enumerate(case.gold_sql)

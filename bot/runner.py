@@ -101,7 +101,8 @@ def _scratch_factory(server: Server, dbs: dict[str, Database], *, timeout_ms: in
         from psycopg2.extensions import parse_dsn
 
         password = parse_dsn(password_dsn[db]).get("password", "")
-        session = Session(runner_dsn(server, name, password), statement_timeout_ms=timeout_ms, row_cap=row_cap)
+        session = Session(runner_dsn(server, name, password), statement_timeout_ms=timeout_ms, row_cap=row_cap,
+                          direct=True)
         try:
             session.execute(f"SET statement_timeout = {int(timeout_ms)}", untrusted=False)
             yield session

@@ -114,8 +114,10 @@ class _Watchdog:
 class Session:
     """A connection (as the restricted role) to one working database."""
 
-    def __init__(self, dsn: str, *, statement_timeout_ms: int, row_cap: int) -> None:
+    def __init__(self, dsn: str, *, statement_timeout_ms: int, row_cap: int, direct: bool = False) -> None:
         self.dsn = dsn
+        self.direct = direct
+        self._pending = ""
         self.statement_timeout_ms = statement_timeout_ms
         self.row_cap = row_cap
         self._cursor_seq = 0
@@ -168,12 +170,18 @@ class Session:
 
     # -- transactions ----------------------------------------------------------------------------------
     def begin(self, *, read_only: bool) -> None:
+        """Start the case's transaction; BEGIN travels with the next statement (one round trip fewer)."""
         mode = "ISOLATION LEVEL REPEATABLE READ READ ONLY" if read_only else "ISOLATION LEVEL READ COMMITTED"
-        self._raw(f"BEGIN {mode}; SET LOCAL statement_timeout = {int(self.statement_timeout_ms)}; "
-                  "SET LOCAL lock_timeout = '5s'")  # fmt: skip
+        self._pending = (f"BEGIN {mode}; SET LOCAL statement_timeout = {int(self.statement_timeout_ms)}; "
+                         "SET LOCAL lock_timeout = '5s'; ")  # fmt: skip
+
+    def _take_pending(self) -> str:
+        pending, self._pending = self._pending, ""
+        return pending
 
     def rollback(self) -> None:
-        """End the case's transaction; restore sequences, the one thing a rollback does not undo."""
+        """End the case's transaction (restore_sequences undoes the one thing a rollback does not)."""
+        self._pending = ""
         try:
             if self.conn.info.transaction_status != psycopg2.extensions.TRANSACTION_STATUS_IDLE:
                 self._raw("ROLLBACK")
@@ -184,16 +192,17 @@ class Session:
 
     def restore_sequences(self) -> None:
         if self._sequences:
-            self._raw(self._sequences)
+            self._raw(self._take_pending() + self._sequences)
 
     def reset(self) -> None:
         """Throw the connection away (after a cancel or a broken protocol state) and open a new one."""
         self.close()
         self._conn = None
+        self._pending = ""
         self.connect()
 
     def savepoint(self, name: str) -> None:
-        self._raw(f"SAVEPOINT {name}")
+        self._raw(f"{self._take_pending()}SAVEPOINT {name}")
 
     def rollback_to(self, name: str) -> None:
         self._raw(f"ROLLBACK TO SAVEPOINT {name}")
@@ -218,21 +227,35 @@ class Session:
 
     @staticmethod
     def _error(exc: psycopg2.Error, started: float) -> Outcome:
-        return Outcome(error=_first_line(exc), error_class=classify_error(exc), sqlstate=getattr(exc, "pgcode", None),
-                       duration_s=time.perf_counter() - started)  # fmt: skip
+        message, error_class = _first_line(exc), classify_error(exc)
+        if "multi-query plan" in message:
+            message, error_class = "the SQL holds more than one statement; a query case takes exactly one", (
+                "multiple_statements")
+        elif message.startswith("ERROR:  cannot open") and "query as cursor" in message:
+            error_class = "not_a_query"
+        elif "EXECUTE of transaction commands" in message:
+            message, error_class = "transaction control is not allowed: the case's transaction is rolled back", (
+                "forbidden_statement")
+        return Outcome(error=message.removeprefix("ERROR:").strip(), error_class=error_class,
+                       sqlstate=getattr(exc, "pgcode", None), duration_s=time.perf_counter() - started)  # fmt: skip
 
     def fetch(self, sql: str, *, untrusted: bool, savepoint: bool = False) -> Outcome:
-        """Run one query through a server-side cursor and fetch at most row_cap + 1 rows.
+        """Run one query through a cursor and fetch at most row_cap + 1 rows.
 
-        With `savepoint`, an error rolls back to a savepoint so the transaction stays usable."""
+        Untrusted SQL is opened by `_sqlcanary.open_cursor` from a bound string: the server refuses anything
+        but a single query. With `savepoint`, an error rolls back to a savepoint so the transaction stays usable."""
         self._cursor_seq += 1
         name = f"sqlcanary_c{self._cursor_seq}"
+        own_tx = not self._pending and not self.in_transaction()
+        prefix = ("BEGIN; " if own_tx else self._take_pending()) + (f"SAVEPOINT {name}_s; " if savepoint else "")
+        fetch = f"FETCH FORWARD {self.row_cap + 1} FROM {name}"
 
         def go() -> ResultSet:
             with self.conn.cursor() as cur:
-                prefix = f"SAVEPOINT {name}_s; " if savepoint else ""
-                cur.execute(f"{prefix}DECLARE {name} NO SCROLL CURSOR FOR {sql}")
-                cur.execute(f"FETCH FORWARD {self.row_cap + 1} FROM {name}")
+                if untrusted:
+                    cur.execute(f"{prefix}SELECT _sqlcanary.open_cursor(%s, %s); {fetch}", (name, sql))
+                else:
+                    cur.execute(f"{prefix}DECLARE {name} NO SCROLL CURSOR FOR {sql}\n; {fetch}")
                 rows = cur.fetchall()
                 cols = tuple(d.name for d in cur.description)
                 oids = tuple(d.type_code for d in cur.description)
@@ -240,7 +263,9 @@ class Session:
             return ResultSet(columns=cols, type_oids=oids, rows=rows[: self.row_cap], truncated=truncated)
 
         out = self._guarded(go, untrusted=untrusted)
-        if not out.ok and savepoint and self.in_transaction():
+        if own_tx:
+            self.rollback()
+        elif not out.ok and savepoint and self.in_transaction():
             try:
                 self._raw(f"ROLLBACK TO SAVEPOINT {name}_s")
             except psycopg2.Error:
@@ -248,19 +273,30 @@ class Session:
         return out
 
     def execute(self, sql: str, *, untrusted: bool) -> Outcome:
+        """Run SQL for its effect. Untrusted SQL runs through `_sqlcanary.exec` (it cannot end the transaction)
+        unless the session is `direct` (a scratch database in autocommit, where nothing is worth protecting)."""
+        prefix = self._take_pending()
+
         def go() -> None:
             with self.conn.cursor() as cur:
-                cur.execute(sql)
+                if untrusted and not self.direct:
+                    cur.execute(f"{prefix}SELECT _sqlcanary.exec(%s)", (sql,))
+                else:
+                    cur.execute(f"{prefix}{sql}")
 
         return self._guarded(go, untrusted=untrusted)
 
     def explain_cost(self, sql: str, *, untrusted: bool) -> tuple[float | None, str | None]:
         """Total cost of the plan (EXPLAIN without ANALYZE: nothing runs), or the error."""
         holder: list[Any] = []
+        prefix = self._take_pending()
 
         def go() -> None:
             with self.conn.cursor() as cur:
-                cur.execute(f"EXPLAIN (FORMAT JSON) {sql}")
+                if untrusted:
+                    cur.execute(f"{prefix}SELECT _sqlcanary.explain(%s)", (sql,))
+                else:
+                    cur.execute(f"{prefix}EXPLAIN (FORMAT JSON) {sql}")
                 holder.append(cur.fetchone()[0])
 
         out = self._guarded(go, untrusted=untrusted)

@@ -23,7 +23,7 @@ from bot.errors import CaseFileError, DatabaseError
 RUNNER_ROLE = "sqlcanary_runner"
 TEMPLATE_PREFIX = "sqlcanary_t_"
 WORK_PREFIX = "sqlcanary_w_"
-LOADER_VERSION = "2"  # bump when the way templates are prepared changes
+LOADER_VERSION = "3"  # bump when the way templates are prepared changes
 _RELATIVE_DATES = re.compile(r"current_date|current_timestamp|now\s*\(|localtimestamp|transaction_timestamp", re.I)
 
 
@@ -133,7 +133,7 @@ DO $$
 DECLARE r record;
 BEGIN
   FOR r IN SELECT n.nspname, c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-           WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'
+           WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', '_sqlcanary') AND n.nspname NOT LIKE 'pg\\_%'
              AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
              AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = c.oid AND d.classid = 'pg_class'::regclass
                              AND d.deptype IN ('a', 'i') AND c.relkind = 'S')
@@ -155,6 +155,20 @@ BEGIN
   END LOOP;
 END $$;
 GRANT USAGE, CREATE ON SCHEMA public TO {role};
+"""
+
+# Untrusted SQL reaches the server only as a bound string through these functions: SPI refuses a multi-statement
+# string as a cursor, and EXECUTE inside a function cannot end the case's transaction. Owned by the superuser.
+GUARD_SCHEMA = "_sqlcanary"
+_GUARDS = """
+CREATE SCHEMA _sqlcanary;
+CREATE FUNCTION _sqlcanary.open_cursor(name text, q text) RETURNS refcursor LANGUAGE plpgsql AS $f$
+DECLARE c refcursor := name; BEGIN OPEN c NO SCROLL FOR EXECUTE q; RETURN c; END $f$;
+CREATE FUNCTION _sqlcanary.exec(q text) RETURNS void LANGUAGE plpgsql AS $f$ BEGIN EXECUTE q; END $f$;
+CREATE FUNCTION _sqlcanary.explain(q text) RETURNS json LANGUAGE plpgsql AS $f$
+DECLARE r json; BEGIN EXECUTE 'EXPLAIN (FORMAT JSON) ' || q INTO r; RETURN r; END $f$;
+REVOKE ALL ON SCHEMA _sqlcanary FROM PUBLIC;
+GRANT USAGE ON SCHEMA _sqlcanary TO {role};
 """
 
 
@@ -183,6 +197,7 @@ def ensure_template(server: Server, *, db_label: str, files: tuple[Path, ...]) -
                     _load_fixture(server, loading, files, db_label=db_label)
                     with closing(admin_connect(server, loading)) as lconn, lconn.cursor() as lcur:
                         lcur.execute(_HAND_OVER.replace("{role}", RUNNER_ROLE))
+                        lcur.execute(_GUARDS.replace("{role}", RUNNER_ROLE))
                         lcur.execute("ANALYZE")
                 except BaseException:
                     cur.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(loading)))

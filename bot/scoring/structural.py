@@ -1,0 +1,408 @@
+"""The `structural` scorer: a deterministic comparison of the gold and the predicted query with sqlglot.
+
+Both queries are parsed (PostgreSQL), qualified against the live schema when one is given, normalised by the
+passes in `bot.scoring.normalize`, and the parts of the top-level query are compared: tables, joins, filters,
+aggregates, grouping, having, select list, distinct, ordering, limit, set operations, CTEs and derived tables
+(a single differing CTE, derived table or branch is compared recursively). A diagnostic, never a decision by
+itself: no database, no LLM, and it never raises.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+from sqlglot.schema import MappingSchema
+
+from bot.results import Verdict
+from bot.scoring.normalize import DIALECT, PassContext, from_clause, iter_own_nodes, known_columns, run_passes
+
+SCORER = "structural"
+# The parts compared, in the order in which the first difference is reported, and their names in messages.
+PART_LABELS: dict[str, str] = {
+    "statements": "statements",
+    "statement": "statement kind",
+    "set_operations": "set operations",
+    "branches": "set operation branches",
+    "tables": "tables",
+    "joins": "joins",
+    "filters": "filters",
+    "aggregates": "aggregates",
+    "grouping": "grouping",
+    "having": "having",
+    "select": "select list",
+    "distinct": "distinct",
+    "ordering": "ordering",
+    "limit": "limit",
+    "ctes": "CTEs",
+    "subqueries": "subqueries",
+    "body": "statement text",
+}
+PARTS: tuple[str, ...] = tuple(PART_LABELS)
+_SINGULAR = {"statement", "grouping", "having", "select", "distinct", "ordering", "limit", "body"}
+_RECURSIVE = {"statements", "branches", "ctes", "subqueries"}
+_MAX_DEPTH = 3
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_NOT_STATEMENTS = (exp.Condition, exp.Alias, exp.Identifier)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a query: its items as SQL text, plus named sub-queries for a recursive comparison."""
+
+    items: tuple[str, ...]
+    ordered: bool = False
+    named: tuple[tuple[str, exp.Expr], ...] = ()
+
+
+@dataclass(frozen=True)
+class PartDiff:
+    part: str
+    gold: tuple[str, ...]
+    pred: tuple[str, ...]
+    missing: tuple[str, ...]
+    extra: tuple[str, ...]
+    inner: tuple[str, tuple[PartDiff, ...]] | None = None  # (name, differences inside it)
+
+
+def structural_verdict(
+    gold_sql: str, pred_sql: str, *, schema: dict[str, dict[str, str]] | None = None
+) -> Verdict:
+    """Compare the structure of two queries. match None: gold unparsable or the comparison itself failed."""
+    try:
+        return _verdict(gold_sql, pred_sql, schema)
+    except Exception as exc:  # noqa: BLE001 - recursion limits and sqlglot internals must not escape a scorer
+        return _result(None, "error", f"structural comparison failed: {_short(exc)}")
+
+
+def _result(
+    match: bool | None, kind: str, message: str, flags: list[str] | None = None, **details: Any
+) -> Verdict:
+    return Verdict(
+        scorer=SCORER, match=match, kind=kind, flags=tuple(flags or ()), message=message, details=details
+    )
+
+
+def schema_from_rows(rows: Iterable[Sequence[Any] | Mapping[str, Any]]) -> dict[str, dict[str, str]]:
+    """`{table: {column: type}}` from `information_schema.columns` rows `(table_name, column_name, data_type)`.
+
+    Keep the query's `ORDER BY table_name, ordinal_position`: star expansion follows the column order.
+    """
+    schema: dict[str, dict[str, str]] = {}
+    for row in rows:
+        if isinstance(row, Mapping):
+            table, column, data_type = row["table_name"], row["column_name"], row["data_type"]
+        else:
+            table, column, data_type = row[0], row[1], row[2]
+        schema.setdefault(str(table), {})[str(column)] = str(data_type or "unknown")
+    return schema
+
+
+def _verdict(gold_sql: str, pred_sql: str, schema: dict[str, dict[str, str]] | None) -> Verdict:
+    gold, gold_error = _parse(gold_sql)
+    if gold_error:
+        return _result(None, "gold_unparsable", f"gold does not parse: {gold_error}")
+    pred, pred_error = _parse(pred_sql)
+    if pred_error:
+        return _result(False, "unparsable", f"prediction does not parse: {pred_error}")
+    flags: list[str] = []
+    mapping = _mapping_schema(schema, flags)
+    known = known_columns(*gold, *pred)
+    single = len(gold) == 1 and len(pred) == 1
+    gold_parts = _parts_of(_normalized(gold, "gold", mapping, known, flags), single=single)
+    pred_parts = _parts_of(_normalized(pred, "pred", mapping, known, flags), single=single)
+    diffs = diff_parts(gold_parts, pred_parts)
+    if not diffs:
+        return _result(True, "same_structure", "same structure", flags)
+    return _result(
+        False, "different_structure", describe(diffs[0]), flags, **{d.part: _detail(d) for d in diffs}
+    )
+
+
+def _parse(sql: str | None) -> tuple[list[exp.Expr], str | None]:
+    if not sql or not sql.strip():
+        return [], "empty SQL"
+    try:
+        parsed = sqlglot.parse(sql, read=DIALECT)
+        statements = [s for s in parsed if s is not None and not isinstance(s, exp.Semicolon)]
+    except SqlglotError as exc:
+        return [], _short(exc)
+    if not statements:
+        return [], "no SQL statement"
+    for statement in statements:
+        if isinstance(statement, _NOT_STATEMENTS):
+            return [], f"not a SQL statement: `{_clip(statement.sql(dialect=DIALECT))}`"
+    return [s.unnest() if isinstance(s, exp.Subquery) else s for s in statements], None
+
+
+def _mapping_schema(schema: dict[str, dict[str, str]] | None, flags: list[str]) -> MappingSchema | None:
+    if not schema:
+        flags.append("no_schema")
+        return None
+    try:
+        return MappingSchema(dict[str, object](schema), dialect=DIALECT, normalize=False)
+    except Exception:  # noqa: BLE001 - a malformed schema only costs qualification
+        flags.append("schema_unusable")
+        return None
+
+
+def _normalized(
+    statements: list[exp.Expr], side: str, mapping: MappingSchema | None, known: dict, flags: list[str]
+) -> list[exp.Expr]:
+    out = []
+    for statement in statements:
+        ctx = PassContext(schema=mapping, known_columns=known)
+        normalized, skipped = run_passes(statement, ctx)
+        flags.extend(
+            f"pass_skipped:{name}:{side}" for name in skipped if f"pass_skipped:{name}:{side}" not in flags
+        )
+        if ctx.notes and f"qualify_lenient:{side}" not in flags:
+            flags.append(f"qualify_lenient:{side}")
+        out.append(normalized)
+    return out
+
+
+def _parts_of(statements: list[exp.Expr], *, single: bool) -> dict[str, Part]:
+    if single:
+        return extract_parts(statements[0])
+    return {
+        "statements": Part(
+            tuple(_sql(s) for s in statements),
+            ordered=True,
+            named=tuple((f"statement {i}", s) for i, s in enumerate(statements, 1)),
+        ),
+        "tables": Part(tuple(sorted(t for s in statements for t in _tables(s)))),
+    }
+
+
+def extract_parts(statement: exp.Expr) -> dict[str, Part]:
+    """The comparable parts of one normalised statement (empty parts are left out)."""
+    if isinstance(statement, exp.SetOperation):
+        parts = _set_operation_parts(statement)
+    elif isinstance(statement, exp.Select):
+        parts = _select_parts(statement)
+    else:
+        parts = _other_parts(statement)
+    parts["tables"] = Part(tuple(sorted(_tables(statement))))
+    parts["ctes"] = _ctes(statement)
+    return {name: part for name, part in parts.items() if part.items}
+
+
+def _select_parts(select: exp.Select) -> dict[str, Part]:
+    frm = from_clause(select)
+    sources = [frm.this] if frm else []
+    sources += [j.this for j in select.args.get("joins") or []]
+    derived = [s for s in sources if isinstance(s, exp.Subquery)]
+    having = select.args.get("having")
+    group = select.args.get("group")
+    distinct = select.args.get("distinct")
+    return {
+        "joins": Part(tuple(_join_item(j) for j in select.args.get("joins") or [])),
+        "filters": Part(_conjuncts(select.args.get("where"))),
+        "aggregates": Part(tuple(_aggregates(select))),
+        "grouping": Part(tuple(_sql(g) for g in group.expressions) if group else ()),
+        "having": Part(_conjuncts(having)),
+        "select": Part(tuple(_sql(e.unalias()) for e in select.expressions), ordered=True),
+        "distinct": Part((_sql(distinct),) if distinct else ()),
+        "ordering": _ordering(select),
+        "limit": Part(_limit(select)),
+        "subqueries": Part(tuple(_sql(s) for s in derived), named=tuple((s.alias, s.this) for s in derived)),
+    }
+
+
+def _set_operation_parts(statement: exp.SetOperation) -> dict[str, Part]:
+    operations: list[str] = []
+    branches: list[exp.Expr] = []
+
+    def flatten(node: exp.Expr) -> None:
+        modifiers = any(node.args.get(k) for k in ("order", "limit", "offset", "with_", "with"))
+        if isinstance(node, exp.SetOperation) and (node is statement or not modifiers):
+            flatten(node.this)
+            operations.append(node.key.upper() + ("" if node.args.get("distinct") else " ALL"))
+            flatten(node.expression)
+        else:
+            branches.append(node.unnest() if isinstance(node, exp.Subquery) else node)
+
+    flatten(statement)
+    ordered = any(op.startswith("EXCEPT") for op in operations)
+    return {
+        "set_operations": Part(tuple(operations), ordered=True),
+        "branches": Part(
+            tuple(_sql(b) for b in branches),
+            ordered=ordered,
+            named=tuple((f"branch {i}", b) for i, b in enumerate(branches, 1)),
+        ),
+        "ordering": _ordering(statement),
+        "limit": Part(_limit(statement)),
+    }
+
+
+def _other_parts(statement: exp.Expr) -> dict[str, Part]:
+    where = statement.args.get("where")
+    return {
+        "statement": Part((statement.key.upper(),)),
+        "filters": Part(_conjuncts(where) if isinstance(where, exp.Where) else ()),
+        "body": Part((_sql(statement),)),
+    }
+
+
+def _tables(statement: exp.Expr) -> list[str]:
+    ctes = {cte.alias for cte in statement.find_all(exp.CTE)}
+    names = []
+    for table in statement.find_all(exp.Table):
+        if table.name and not table.args.get("db") and table.name in ctes:
+            continue
+        names.append(".".join(p.name for p in table.parts) if table.name else _sql(table.this))
+    return names
+
+
+def _ctes(statement: exp.Expr) -> Part:
+    with_ = statement.args.get("with_") or statement.args.get("with")
+    if not isinstance(with_, exp.With):
+        return Part(())
+    prefix = "RECURSIVE " if with_.args.get("recursive") else ""
+    ctes = list(with_.expressions)
+    return Part(
+        tuple(f"{prefix}{c.alias} AS ({_sql(c.this)})" for c in ctes),
+        named=tuple((c.alias, c.this) for c in ctes),
+    )
+
+
+def _join_item(join: exp.Join) -> str:
+    source = join.this
+    name = source.alias_or_name if isinstance(source, exp.Table | exp.Subquery) else _sql(source)
+    on, using = join.args.get("on"), join.args.get("using")
+    condition = (
+        f" ON {_sql(on)}" if on else (f" USING ({', '.join(_sql(u) for u in using)})" if using else "")
+    )
+    method = f"{join.method} " if join.method else ""
+    if join.side:  # outer joins are not commutative: the joined source is part of the item
+        return f"{method}{join.side} JOIN {name}{condition}"
+    if not isinstance(source, exp.Table | exp.Subquery):
+        return f"{method}JOIN {name}{condition}"
+    if join.kind == "CROSS" or not (condition or method):
+        return "CROSS JOIN"
+    return f"{method}INNER JOIN{condition}"  # inner joins commute: the tables part names the sources
+
+
+def _conjuncts(clause: exp.Expr | None) -> tuple[str, ...]:
+    if clause is None or clause.this is None:
+        return ()
+    condition = clause.this
+    return tuple(_sql(c) for c in (condition.flatten() if isinstance(condition, exp.And) else [condition]))
+
+
+def _aggregates(select: exp.Select) -> list[str]:
+    found = []
+    for node in iter_own_nodes(select):
+        if isinstance(node, exp.AggFunc):
+            outer = node.parent if isinstance(node.parent, exp.Filter | exp.Window) else node
+            found.append(_sql(outer))
+    return found
+
+
+def _ordering(query: exp.Expr) -> Part:
+    order = query.args.get("order")
+    items = []
+    for key in order.expressions if order else []:
+        desc = bool(key.args.get("desc"))
+        text = f"{_sql(key.this)} {'DESC' if desc else 'ASC'}"
+        if bool(key.args.get("nulls_first")) != desc:  # PostgreSQL: NULLS LAST for ASC, NULLS FIRST for DESC
+            text += " NULLS FIRST" if key.args.get("nulls_first") else " NULLS LAST"
+        items.append(text)
+    return Part(tuple(items), ordered=True)
+
+
+def _limit(query: exp.Expr) -> tuple[str, ...]:
+    items = []
+    limit = query.args.get("limit")
+    if isinstance(limit, exp.Limit | exp.Fetch):  # FETCH FIRST n ROWS ONLY is LIMIT n (n defaults to 1)
+        count = limit.expression if isinstance(limit, exp.Limit) else limit.args.get("count")
+        items.append(f"LIMIT {_sql(count) if count is not None else '1'}")
+    offset = query.args.get("offset")
+    if isinstance(offset, exp.Offset):
+        items.append(f"OFFSET {_sql(offset.expression)}")
+    return tuple(items)
+
+
+def diff_parts(gold: dict[str, Part], pred: dict[str, Part], *, depth: int = 0) -> tuple[PartDiff, ...]:
+    """The differing parts, in PARTS order."""
+    diffs = []
+    for name in PARTS:
+        g, p = gold.get(name, Part(())), pred.get(name, Part(()))
+        same = g.items == p.items if (g.ordered or p.ordered) else Counter(g.items) == Counter(p.items)
+        if same:
+            continue
+        missing, extra = _multiset_minus(g.items, p.items), _multiset_minus(p.items, g.items)
+        inner = _inner(name, g, p, missing, extra, depth) if depth < _MAX_DEPTH else None
+        diffs.append(PartDiff(name, g.items, p.items, missing, extra, inner))
+    return tuple(diffs)
+
+
+def _multiset_minus(left: tuple[str, ...], right: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple((Counter(left) - Counter(right)).elements())
+
+
+def _inner(name: str, g: Part, p: Part, missing: tuple, extra: tuple, depth: int) -> tuple | None:
+    if name not in _RECURSIVE or len(missing) != 1 or len(extra) != 1:
+        return None
+    g_named, p_named = dict(zip(g.items, g.named, strict=False)), dict(zip(p.items, p.named, strict=False))
+    if missing[0] not in g_named or extra[0] not in p_named:
+        return None
+    (label, g_node), (_, p_node) = g_named[missing[0]], p_named[extra[0]]
+    inner = diff_parts(extract_parts(g_node), extract_parts(p_node), depth=depth + 1)
+    return (label, inner) if inner else None
+
+
+def describe(diff: PartDiff) -> str:
+    """One readable sentence for one differing part."""
+    head = f"{PART_LABELS[diff.part]} {'differs' if diff.part in _SINGULAR else 'differ'}"
+    if diff.inner:
+        label, inner = diff.inner
+        return f"{head}: in {_where(diff.part, label)}, {describe(inner[0])}"
+    if not diff.missing and not diff.extra:
+        return f"{head}: the same items in a different order (gold {_list(diff.gold)}; prediction {_list(diff.pred)})"
+    if diff.missing and diff.extra:
+        return f"{head}: gold has {_list(diff.missing)}, prediction has {_list(diff.extra)}"
+    if diff.missing:
+        return f"{head}: gold has {_list(diff.missing)}, " + (
+            "prediction has none" if not diff.pred else "which the prediction lacks"
+        )
+    return f"{head}: prediction has {_list(diff.extra)}, " + (
+        "gold has none" if not diff.gold else "which the gold lacks"
+    )
+
+
+def _where(part: str, label: str) -> str:
+    return {"ctes": f"CTE `{label}`", "subqueries": f"derived table `{label}`"}.get(part, label)
+
+
+def _detail(diff: PartDiff) -> dict[str, Any]:
+    out: dict[str, Any] = {k: list(getattr(diff, k)) for k in ("gold", "pred", "missing", "extra")}
+    if diff.inner:
+        out["inner"] = {"in": diff.inner[0], "parts": {d.part: _detail(d) for d in diff.inner[1]}}
+    return out
+
+
+def _list(items: tuple[str, ...], limit: int = 3) -> str:
+    shown = ", ".join(f"`{_clip(i)}`" for i in items[:limit])
+    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def _clip(text: str, width: int = 120) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _sql(node: exp.Expr) -> str:
+    return node.sql(dialect=DIALECT)
+
+
+def _short(exc: BaseException) -> str:
+    text = _ANSI.sub("", str(exc)).strip().splitlines()
+    return _clip(f"{type(exc).__name__}: {text[0] if text else ''}", 300)
