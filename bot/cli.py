@@ -41,6 +41,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT
+    import logging
+
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)  # its parse fallbacks are not the user's business
     code = [EXIT_OK]
     with error_boundary(code):
         code[0] = args.func(args)

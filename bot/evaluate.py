@@ -46,7 +46,9 @@ class _NeedsScratch(Exception):
 
 
 def _invalid(reason: str, verdicts: dict[str, Verdict] | None = None) -> Evaluation:
-    return Evaluation(status="invalid", verdicts=verdicts or {}, deciding=None, reason=reason, error_class="gold_error")
+    return Evaluation(
+        status="invalid", verdicts=verdicts or {}, deciding=None, reason=reason, error_class="gold_error"
+    )
 
 
 def _refused(scorer: str, exc: UnsafeSQL) -> Evaluation:
@@ -83,7 +85,9 @@ def _query_text(pred_sql: str) -> str:
     return pred_sql
 
 
-def _order_check(session: Session, gold_sql: str, gold_rows, columns, options: CompareOptions) -> OrderCheck | None:
+def _order_check(
+    session: Session, gold_sql: str, gold_rows, columns, options: CompareOptions
+) -> OrderCheck | None:
     info = wants_order(gold_sql, options)
     if info is None:
         return None
@@ -142,7 +146,9 @@ def evaluate_query(case: Case, pred_sql: str, session: Session, *, options: Comp
     try:
         if refused is not None:
             gold = session.fetch(case.gold_sql[0], untrusted=False)
-            return _invalid(f"the gold failed: {gold.error}") if not gold.ok else _refused("execution", refused)
+            return (
+                _invalid(f"the gold failed: {gold.error}") if not gold.ok else _refused("execution", refused)
+            )
         verdicts, _ = _compare_alternatives(case, session, pred_text, options)
     except _GoldFailed as exc:
         return _invalid(f"the gold failed: {exc}")
@@ -200,7 +206,9 @@ def _pred_phase(case: Case, session: Session, stmts: list[str]) -> tuple[list[Ch
     return _run_checks(session, case), None
 
 
-def evaluate_write(case: Case, pred_sql: str, session: Session, *, scratch: ScratchFactory | None) -> Evaluation:
+def evaluate_write(
+    case: Case, pred_sql: str, session: Session, *, scratch: ScratchFactory | None
+) -> Evaluation:
     try:
         stmts = write_statements(pred_sql)
     except UnsafeSQL as exc:
@@ -220,7 +228,9 @@ def evaluate_write(case: Case, pred_sql: str, session: Session, *, scratch: Scra
         session.rollback()
         session.restore_sequences()
         if scratch is None:
-            return _invalid("a statement cannot run inside a transaction and no scratch database is available")
+            return _invalid(
+                "a statement cannot run inside a transaction and no scratch database is available"
+            )
         return _evaluate_write_in_scratch(case, stmts, scratch)
     finally:
         session.rollback()
@@ -320,4 +330,3 @@ def evaluate_case(case: Case, pred_sql: str, session: Session, *, options: Compa
     if case.category == "efficiency":
         return evaluate_efficiency(case, pred_sql, session, options=options, scratch=scratch)
     return evaluate_query(case, pred_sql, session, options=options)
-

@@ -19,7 +19,14 @@ from bot.agents.base import AgentAdapter, Answer
 from bot.cases.model import Case, CompareOptions, Suite
 from bot.db.provision import Server
 from bot.db.session import ConnectionLost, Session
-from bot.db.templates import WORK_PREFIX, Database, clone_database, drop_database, runner_dsn, working_databases
+from bot.db.templates import (
+    WORK_PREFIX,
+    Database,
+    clone_database,
+    drop_database,
+    runner_dsn,
+    working_databases,
+)
 from bot.errors import DatabaseError
 from bot.evaluate import Evaluation, evaluate_case
 from bot.results import (
@@ -101,8 +108,9 @@ def _scratch_factory(server: Server, dbs: dict[str, Database], *, timeout_ms: in
         from psycopg2.extensions import parse_dsn
 
         password = parse_dsn(password_dsn[db]).get("password", "")
-        session = Session(runner_dsn(server, name, password), statement_timeout_ms=timeout_ms, row_cap=row_cap,
-                          direct=True)
+        session = Session(
+            runner_dsn(server, name, password), statement_timeout_ms=timeout_ms, row_cap=row_cap, direct=True
+        )
         try:
             session.execute(f"SET statement_timeout = {int(timeout_ms)}", untrusted=False)
             yield session
@@ -113,7 +121,9 @@ def _scratch_factory(server: Server, dbs: dict[str, Database], *, timeout_ms: in
     return scratch
 
 
-def _case_result(case: Case, answer: Answer, ev: Evaluation | None, *, agent_s: float, eval_s: float) -> CaseResult:
+def _case_result(
+    case: Case, answer: Answer, ev: Evaluation | None, *, agent_s: float, eval_s: float
+) -> CaseResult:
     prediction = Prediction(sql=answer.sql, error=answer.error, error_class=answer.error_class, stderr=answer.stderr,
                             used=answer.used, duration_s=round(answer.duration_s or agent_s, 6),
                             alternative=ev.alternative if ev else None)  # fmt: skip
@@ -121,7 +131,9 @@ def _case_result(case: Case, answer: Answer, ev: Evaluation | None, *, agent_s: 
     base = dict(id=case.id, category=case.category, tags=case.tags, db=case.db, question=case.question,
                 prediction=prediction, timings=timings, source=case.source)  # fmt: skip
     if ev is None:
-        return CaseResult(status="errored", reason=f"agent: {answer.error}", error_class=answer.error_class, **base)
+        return CaseResult(
+            status="errored", reason=f"agent: {answer.error}", error_class=answer.error_class, **base
+        )
     return CaseResult(status=ev.status, verdicts=ev.verdicts, deciding_scorer=ev.deciding, reason=ev.reason,
                       error_class=ev.error_class, **base)  # fmt: skip
 
@@ -211,10 +223,16 @@ def run_suite(
                 session = workers.session(case.db)
                 sqls = answer.alternatives or (answer.sql,)
                 try:
-                    evs = [evaluate_case(case, s, session, options=options[case.id], scratch=scratch) for s in sqls]
+                    evs = [
+                        evaluate_case(case, s, session, options=options[case.id], scratch=scratch)
+                        for s in sqls
+                    ]
                 except ConnectionLost:
                     session.reset()  # one retry on a fresh connection, then the run stops
-                    evs = [evaluate_case(case, s, session, options=options[case.id], scratch=scratch) for s in sqls]
+                    evs = [
+                        evaluate_case(case, s, session, options=options[case.id], scratch=scratch)
+                        for s in sqls
+                    ]
                 ev = _combine_alternatives(evs) if len(evs) > 1 else evs[0]
                 if ev.status == "failed" or (opts.structural and ev.status == "passed"):
                     sv = _structural(case, answer.sql, session, schemas)
@@ -246,7 +264,9 @@ def run_suite(
             if opts.out:
                 write_run(opts.out, make(False))
             if isinstance(exc, ConnectionLost):
-                raise DatabaseError(f"{exc.message}; {len(results)} case result(s) kept in {opts.out}") from exc
+                raise DatabaseError(
+                    f"{exc.message}; {len(results)} case result(s) kept in {opts.out}"
+                ) from exc
             raise
         finally:
             workers.close()

@@ -127,8 +127,10 @@ def main() -> int:
     print(f"floor (no isolation):       {f:8.0f} cases/s")
     print(f"sqlcanary (full isolation): {o:8.0f} cases/s   {o / f:5.2f}x floor     (target >= 0.5x)")
     print(f"template per case:          {t:8.1f} cases/s   sqlcanary is {o / t:5.0f}x  (target >= 100x)")
-    print(f"1,000,000-row results:      fetch both {fetch:.2f}s, compare {compare:.2f}s   "
-          f"compare/fetch {compare / fetch:.2f} (target < 1)")
+    print(
+        f"1,000,000-row results:      fetch both {fetch:.2f}s, compare {compare:.2f}s   "
+        f"compare/fetch {compare / fetch:.2f} (target < 1)"
+    )
     return 0
 
 

@@ -45,10 +45,16 @@ def request_for(case: Case, ctx: AgentContext) -> dict[str, Any]:
 def answer_from_reply(reply: Any, *, source: str) -> Answer:
     """Interpret what an agent returned: a SQL string, `{"sql": ...}` or `{"error": ...}`."""
     if isinstance(reply, str):
-        return Answer(sql=reply) if reply.strip() else Answer(error=f"{source} returned empty SQL", error_class="agent_empty")
+        return (
+            Answer(sql=reply)
+            if reply.strip()
+            else Answer(error=f"{source} returned empty SQL", error_class="agent_empty")
+        )
     if not isinstance(reply, dict):
-        return Answer(error=f"{source} returned {type(reply).__name__}, expected an object with `sql` or `error`",
-                      error_class="agent_bad_output")
+        return Answer(
+            error=f"{source} returned {type(reply).__name__}, expected an object with `sql` or `error`",
+            error_class="agent_bad_output",
+        )
     used = reply.get("used") or ()
     used = tuple(str(u) for u in used) if isinstance(used, list | tuple) else ()
     if reply.get("error"):
@@ -56,7 +62,9 @@ def answer_from_reply(reply: Any, *, source: str) -> Answer:
     sql = reply.get("sql")
     if not isinstance(sql, str) or not sql.strip():
         keys = ", ".join(sorted(map(str, reply))) or "none"
-        return Answer(error=f"{source} returned no `sql` (keys: {keys})", error_class="agent_bad_output", used=used)
+        return Answer(
+            error=f"{source} returned no `sql` (keys: {keys})", error_class="agent_bad_output", used=used
+        )
     return Answer(sql=sql, used=used)
 
 
@@ -71,4 +79,6 @@ def parse_reply_text(text: str, *, source: str) -> Answer:
             return answer_from_reply(json.loads(cand), source=source)
         except json.JSONDecodeError:
             continue
-    return Answer(error=f"{source} printed output that is not JSON: {stripped[:200]!r}", error_class="agent_bad_output")
+    return Answer(
+        error=f"{source} printed output that is not JSON: {stripped[:200]!r}", error_class="agent_bad_output"
+    )

@@ -48,25 +48,47 @@ class CommandAgent:
         payload = json.dumps(request_for(case, self.ctx))
         started = time.perf_counter()
         try:
-            proc = subprocess.Popen(self.argv, cwd=self.ctx.base_dir, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, start_new_session=True)
+            proc = subprocess.Popen(
+                self.argv,
+                cwd=self.ctx.base_dir,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+            )
         except OSError as exc:
-            return Answer(error=f"cannot start the agent command {self.argv[0]!r}: {exc.strerror}",
-                          error_class="agent_crashed")
+            return Answer(
+                error=f"cannot start the agent command {self.argv[0]!r}: {exc.strerror}",
+                error_class="agent_crashed",
+            )
         try:
             out, err = proc.communicate(payload, timeout=self.ctx.timeout_s)
         except subprocess.TimeoutExpired:
             _kill(proc)
-            return Answer(error=f"the agent did not answer within {self.ctx.timeout_s:g}s", error_class="agent_timeout",
-                          duration_s=time.perf_counter() - started)
+            return Answer(
+                error=f"the agent did not answer within {self.ctx.timeout_s:g}s",
+                error_class="agent_timeout",
+                duration_s=time.perf_counter() - started,
+            )
         stderr = err[-_STDERR_KEEP:] if err else None
         if proc.returncode != 0:
             tail = (err or "").strip().splitlines()[-1:] or [""]
-            return Answer(error=f"the agent exited with code {proc.returncode}: {tail[0][:300]}",
-                          error_class="agent_crashed", stderr=stderr, duration_s=time.perf_counter() - started)
+            return Answer(
+                error=f"the agent exited with code {proc.returncode}: {tail[0][:300]}",
+                error_class="agent_crashed",
+                stderr=stderr,
+                duration_s=time.perf_counter() - started,
+            )
         ans = parse_reply_text(out, source="the agent")
-        return Answer(sql=ans.sql, error=ans.error, error_class=ans.error_class, used=ans.used, stderr=stderr,
-                      duration_s=time.perf_counter() - started)
+        return Answer(
+            sql=ans.sql,
+            error=ans.error,
+            error_class=ans.error_class,
+            used=ans.used,
+            stderr=stderr,
+            duration_s=time.perf_counter() - started,
+        )
 
     def close(self) -> None:
         pass
@@ -74,8 +96,16 @@ class CommandAgent:
 
 class _LineProcess:
     def __init__(self, argv: list[str], cwd: str) -> None:
-        self.proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, bufsize=1, start_new_session=True)
+        self.proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+            start_new_session=True,
+        )
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.stderr: list[str] = []
         threading.Thread(target=self._pump, args=(self.proc.stdout, self.lines), daemon=True).start()
@@ -129,16 +159,28 @@ class PersistentCommandAgent:
         except queue.Empty:
             _kill(lp.proc)
             self._local.proc = None
-            return Answer(error=f"the agent did not answer within {self.ctx.timeout_s:g}s", error_class="agent_timeout",
-                          duration_s=time.perf_counter() - started)
+            return Answer(
+                error=f"the agent did not answer within {self.ctx.timeout_s:g}s",
+                error_class="agent_timeout",
+                duration_s=time.perf_counter() - started,
+            )
         stderr = "".join(lp.stderr)[-_STDERR_KEEP:] or None
         if line is None:
             self._local.proc = None
-            return Answer(error=f"the agent process exited (code {lp.proc.wait()})", error_class="agent_crashed",
-                          stderr=stderr)
+            return Answer(
+                error=f"the agent process exited (code {lp.proc.wait()})",
+                error_class="agent_crashed",
+                stderr=stderr,
+            )
         ans = parse_reply_text(line, source="the agent")
-        return Answer(sql=ans.sql, error=ans.error, error_class=ans.error_class, used=ans.used, stderr=stderr,
-                      duration_s=time.perf_counter() - started)
+        return Answer(
+            sql=ans.sql,
+            error=ans.error,
+            error_class=ans.error_class,
+            used=ans.used,
+            stderr=stderr,
+            duration_s=time.perf_counter() - started,
+        )
 
     def close(self) -> None:
         for lp in self._all:
@@ -173,7 +215,9 @@ def load_callable(target: str, base_dir: str) -> Callable[..., Any]:
     except AgentError:
         raise
     except Exception as exc:  # noqa: BLE001 - user code failing at import
-        raise AgentError(f"python agent: importing {module_part} failed: {type(exc).__name__}: {exc}") from exc
+        raise AgentError(
+            f"python agent: importing {module_part} failed: {type(exc).__name__}: {exc}"
+        ) from exc
     fn = getattr(module, func_name, None)
     if not callable(fn):
         raise AgentError(f"python agent: {module_part} has no function {func_name!r}")
@@ -205,13 +249,22 @@ class PythonAgent:
         worker.join(self.ctx.timeout_s)
         took = time.perf_counter() - started
         if worker.is_alive():
-            return Answer(error=f"the agent did not answer within {self.ctx.timeout_s:g}s", error_class="agent_timeout",
-                          duration_s=took)
+            return Answer(
+                error=f"the agent did not answer within {self.ctx.timeout_s:g}s",
+                error_class="agent_timeout",
+                duration_s=took,
+            )
         if "error" in box:
-            return Answer(error=f"the agent raised {box['error']}", error_class="agent_crashed", stderr=box["trace"],
-                          duration_s=took)
+            return Answer(
+                error=f"the agent raised {box['error']}",
+                error_class="agent_crashed",
+                stderr=box["trace"],
+                duration_s=took,
+            )
         ans = answer_from_reply(box.get("reply"), source="the agent")
-        return Answer(sql=ans.sql, error=ans.error, error_class=ans.error_class, used=ans.used, duration_s=took)
+        return Answer(
+            sql=ans.sql, error=ans.error, error_class=ans.error_class, used=ans.used, duration_s=took
+        )
 
     def close(self) -> None:
         pass

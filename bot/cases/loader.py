@@ -98,7 +98,9 @@ def _build_case(raw: Any, defaults: dict[str, Any], *, path: str, fallback_line:
         try:
             checks.append(Check(sql=chk) if isinstance(chk, str) else Check(**chk))
         except (TypeError, ValidationError) as exc:
-            raise CaseFileError(f"bad check: {_first_error(exc)}", path=path, line=chk_line, case_id=case_id) from exc
+            raise CaseFileError(
+                f"bad check: {_first_error(exc)}", path=path, line=chk_line, case_id=case_id
+            ) from exc
         check_sql_parses(checks[-1].sql, path=path, line=chk_line, case_id=case_id, what="check sql")
     try:
         compare = CompareOptions(**(raw.get("compare") or {})).merged_over(
@@ -113,7 +115,9 @@ def _build_case(raw: Any, defaults: dict[str, Any], *, path: str, fallback_line:
             tags=tags,
             category=merged.get("category") or "query",
             instructions=str(merged.get("instructions") or ""),
-            setup_sql=_strings(merged.get("setup_sql"), what="setup_sql", path=path, line=line_of("setup_sql")),
+            setup_sql=_strings(
+                merged.get("setup_sql"), what="setup_sql", path=path, line=line_of("setup_sql")
+            ),
             teardown_sql=_strings(
                 merged.get("teardown_sql"), what="teardown_sql", path=path, line=line_of("teardown_sql")
             ),
@@ -130,7 +134,9 @@ def _build_case(raw: Any, defaults: dict[str, Any], *, path: str, fallback_line:
     if not case.question.strip():
         raise CaseFileError("a case needs a `question`", path=path, line=line, case_id=case_id)
     if not case.gold_sql and not case.checks:
-        raise CaseFileError("a case needs gold_sql (or checks, for writes)", path=path, line=line, case_id=case_id)
+        raise CaseFileError(
+            "a case needs gold_sql (or checks, for writes)", path=path, line=line, case_id=case_id
+        )
     if case.category == "efficiency" and case.efficiency is None:
         case = case.model_copy(update={"efficiency": Efficiency()})
     return case
@@ -150,9 +156,7 @@ def _first_error(exc: Exception) -> str:
     return str(exc)
 
 
-def _read_cases(
-    items: Any, defaults: dict[str, Any], *, path: str, line: int
-) -> Iterable[Case]:
+def _read_cases(items: Any, defaults: dict[str, Any], *, path: str, line: int) -> Iterable[Case]:
     if not isinstance(items, list):
         raise CaseFileError("`cases` must be a list", path=path, line=line)
     for i, raw in enumerate(items):
@@ -182,7 +186,9 @@ def _read_defaults(doc: LineDict, *, path: str) -> tuple[dict[str, Any], SuiteSe
         settings["compare"] = CompareOptions(**(raw.get("compare") or {}))
         suite_settings = SuiteSettings(**settings)
     except (TypeError, ValidationError) as exc:
-        raise CaseFileError(f"defaults: {_first_error(exc)}", path=path, line=doc.line_of("defaults")) from exc
+        raise CaseFileError(
+            f"defaults: {_first_error(exc)}", path=path, line=doc.line_of("defaults")
+        ) from exc
     case_defaults = {k: raw[k] for k in ("db", "tags", "category", "compare") if k in raw}
     return case_defaults, suite_settings
 
@@ -203,7 +209,9 @@ def _read_databases(doc: LineDict, *, base: Path, path: str) -> dict[str, tuple[
         for f in _strings(files, what=f"databases.{name}", path=path, line=line):
             p = (base / f).resolve()
             if not p.is_file():
-                raise CaseFileError(f"fixture {f!r} of database {name!r} not found ({p})", path=path, line=line)
+                raise CaseFileError(
+                    f"fixture {f!r} of database {name!r} not found ({p})", path=path, line=line
+                )
             paths.append(p)
         out[name] = tuple(paths)
     return out
@@ -284,13 +292,19 @@ def _check_cases(cases: list[Case], databases: dict[str, tuple[Path, ...]]) -> N
         path, _, line = case.source.rpartition(":")
         if case.id in seen:
             raise CaseFileError(
-                f"duplicate case id (first defined at {seen[case.id]})", path=path, line=int(line), case_id=case.id
+                f"duplicate case id (first defined at {seen[case.id]})",
+                path=path,
+                line=int(line),
+                case_id=case.id,
             )
         seen[case.id] = case.source
         if case.db not in databases:
             known = ", ".join(sorted(databases))
             raise CaseFileError(
-                f"unknown db {case.db!r} (the suite defines: {known})", path=path, line=int(line), case_id=case.id
+                f"unknown db {case.db!r} (the suite defines: {known})",
+                path=path,
+                line=int(line),
+                case_id=case.id,
             )
 
 
@@ -305,7 +319,9 @@ def hash_files(paths: Iterable[Path], *, base: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def select_cases(cases: Iterable[Case], *, tags: list[str] | None = None, ids: list[str] | None = None) -> list[Case]:
+def select_cases(
+    cases: Iterable[Case], *, tags: list[str] | None = None, ids: list[str] | None = None
+) -> list[Case]:
     """Filter by tags (any match) and by ids (exact id, or a glob such as `shop-ads-*`)."""
     import fnmatch
 

@@ -87,7 +87,9 @@ class Case(_Frozen):
     @property
     def read_only(self) -> bool:
         return self.category in READ_ONLY_CATEGORIES or (
-            self.category == "efficiency" and self.efficiency is not None and self.efficiency.explain_sql is None
+            self.category == "efficiency"
+            and self.efficiency is not None
+            and self.efficiency.explain_sql is None
         )
 
     def agent_payload(self) -> dict[str, Any]:

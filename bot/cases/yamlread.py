@@ -43,9 +43,7 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> LineDict:
             raise CaseFileError("mapping keys must be scalars", line=key_node.start_mark.line + 1)
         key = str(key)
         if key in out:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
-            )
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
         out[key] = loader.construct_object(value_node, deep=True)
         out.key_lines[key] = key_node.start_mark.line + 1
     return out

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bot.agents import AgentContext, make_agent
 from bot.cases.loader import load_suite, parse_duration_ms, select_cases
-from bot.config import Config, find_config, database_url
+from bot.config import Config, database_url, find_config
 from bot.db.provision import provision
 from bot.errors import EXIT_GATE, EXIT_OK, ConfigError
 from bot.report.console import Progress, problem_lines, summary_table
@@ -22,10 +22,15 @@ DEFAULT_OUT = "sqlcanary-results/run.json"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("suite", nargs="?", help="suite folder or file (default: `suite` in sqlcanary.yml)")
     p.add_argument("--config", help="sqlcanary.yml (default: ./sqlcanary.yml, then the suite folder's)")
-    p.add_argument("--agent", help="gold | gold:all | predictions:PATH | run:RUN.json | command:CMD | "
-                   "python:FILE_OR_MODULE:FUNCTION (default: the config's agent, else gold)")
+    p.add_argument(
+        "--agent",
+        help="gold | gold:all | predictions:PATH | run:RUN.json | command:CMD | "
+        "python:FILE_OR_MODULE:FUNCTION (default: the config's agent, else gold)",
+    )
     p.add_argument("--agent-timeout", type=float, help="seconds an agent may take per case (default 120)")
-    p.add_argument("--persistent", action="store_true", help="command agents: one long-lived JSON-lines process")
+    p.add_argument(
+        "--persistent", action="store_true", help="command agents: one long-lived JSON-lines process"
+    )
     p.add_argument("--dsn", help="PostgreSQL to use (default: DATABASE_URL, then an embedded server)")
     p.add_argument("--postgres", choices=["auto", "embedded", "docker"], help="where PostgreSQL comes from")
     p.add_argument("--tags", help="only cases with any of these tags (comma-separated)")
@@ -35,7 +40,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", choices=PRESETS, help="compare results the way this evaluator does")
     p.add_argument("--statement-timeout", help="per statement, e.g. 30s (default: the suite's, else 30s)")
     p.add_argument("--row-cap", type=int, help="rows fetched per query before a result counts as truncated")
-    p.add_argument("--structural", action="store_true", help="structural diff on every case, not only failures")
+    p.add_argument(
+        "--structural", action="store_true", help="structural diff on every case, not only failures"
+    )
     p.add_argument("--min-pass-rate", type=float, help="exit 1 when the pass rate (0-1) is below this")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
@@ -69,7 +76,9 @@ def main(args: argparse.Namespace) -> int:
     opts = RunOptions(
         jobs=jobs,
         preset=args.preset or config.preset,
-        statement_timeout_ms=parse_duration_ms(timeout, path="--statement-timeout", line=0) if timeout else None,
+        statement_timeout_ms=parse_duration_ms(timeout, path="--statement-timeout", line=0)
+        if timeout
+        else None,
         row_cap=args.row_cap or config.row_cap,
         structural=args.structural,
         out=out,
@@ -78,8 +87,11 @@ def main(args: argparse.Namespace) -> int:
     agent = _agent(args, config)
     server = provision(dsn=database_url(args.dsn, config), mode=args.postgres or config.postgres)
     if not args.quiet:
-        print(f"sqlcanary: suite {suite.name}: {len(cases)} case(s), agent {agent.name}, "
-              f"PostgreSQL {server.version} ({server.kind}), {jobs} worker(s)", file=sys.stderr)
+        print(
+            f"sqlcanary: suite {suite.name}: {len(cases)} case(s), agent {agent.name}, "
+            f"PostgreSQL {server.version} ({server.kind}), {jobs} worker(s)",
+            file=sys.stderr,
+        )
     progress = Progress(len(cases), enabled=not args.quiet)
     try:
         run = run_suite(suite, cases, agent, server, opts, progress=progress)
@@ -93,6 +105,9 @@ def main(args: argparse.Namespace) -> int:
     if args.min_pass_rate is not None:
         rate = run.summary.pass_rate or 0.0
         if rate < args.min_pass_rate:
-            print(f"sqlcanary: pass rate {rate:.1%} is below --min-pass-rate {args.min_pass_rate:.1%}", file=sys.stderr)
+            print(
+                f"sqlcanary: pass rate {rate:.1%} is below --min-pass-rate {args.min_pass_rate:.1%}",
+                file=sys.stderr,
+            )
             return EXIT_GATE
     return EXIT_OK

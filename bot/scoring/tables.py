@@ -56,7 +56,9 @@ def _signature(rows: list[tuple[Any, ...]], col: int) -> int:
     return hash(tuple(sorted((signature_value(r[col]) for r in rows), key=sort_key)))
 
 
-def candidate_mappings(gold: ResultSet, pred: ResultSet, g: list, p: list, mode: str) -> Iterator[tuple[int, ...]]:
+def candidate_mappings(
+    gold: ResultSet, pred: ResultSet, g: list, p: list, mode: str
+) -> Iterator[tuple[int, ...]]:
     """Column mappings worth verifying, most plausible first: positional, by name, by value signature.
 
     Lazy: signatures (a sort of every column) are computed only when the cheaper candidates failed."""
@@ -88,7 +90,11 @@ def candidate_mappings(gold: ResultSet, pred: ResultSet, g: list, p: list, mode:
 
 
 def _approx_columns(gold: ResultSet, pred: ResultSet, mapping: tuple[int, ...]) -> list[int]:
-    return [i for i, j in enumerate(mapping) if gold.type_oids[i] in APPROX_OIDS or pred.type_oids[j] in APPROX_OIDS]
+    return [
+        i
+        for i, j in enumerate(mapping)
+        if gold.type_oids[i] in APPROX_OIDS or pred.type_oids[j] in APPROX_OIDS
+    ]
 
 
 def _multiset_equal(g: list, p: list, approx: list[int], opts: TableOptions) -> tuple[bool, bool]:
@@ -114,7 +120,9 @@ def _multiset_equal(g: list, p: list, approx: list[int], opts: TableOptions) -> 
         gv.sort(key=lambda t: tuple(sort_key(x) for x in t))
         pv.sort(key=lambda t: tuple(sort_key(x) for x in t))
         for a, b in zip(gv, pv, strict=True):
-            if not all(close(x, y, abs_tol=opts.abs_tol, rel_tol=opts.rel_tol) for x, y in zip(a, b, strict=True)):
+            if not all(
+                close(x, y, abs_tol=opts.abs_tol, rel_tol=opts.rel_tol) for x, y in zip(a, b, strict=True)
+            ):
                 return False, False
     return True, True
 
@@ -134,7 +142,10 @@ def _order_ok(g: list, p: list, check: OrderCheck, opts: TableOptions) -> tuple[
         keys_p = [tuple(r[i] for i in check.key_positions) for r in p]
     for pos, (a, b) in enumerate(zip(keys_g, keys_p, strict=False)):
         if not close(a, b, abs_tol=opts.abs_tol, rel_tol=opts.rel_tol):
-            return False, f"row order differs at row {pos + 1}: gold has {show(a)} there, prediction has {show(b)}"
+            return (
+                False,
+                f"row order differs at row {pos + 1}: gold has {show(a)} there, prediction has {show(b)}",
+            )
     return True, ""
 
 
@@ -196,7 +207,9 @@ def compare_tables(
     if gold.truncated or pred.truncated:
         flags.append("truncated")
         if (gold.truncated and pred.truncated) or opts.rows == "set":
-            return TableVerdict(None, "undecidable", "both results exceed the row cap: cannot decide", tuple(flags))
+            return TableVerdict(
+                None, "undecidable", "both results exceed the row cap: cannot decide", tuple(flags)
+            )
         who = "gold" if gold.truncated else "prediction"
         return TableVerdict(False, "mismatch", f"row count differs: the {who} exceeds the row cap, the other does not",
                             tuple(flags))  # fmt: skip

@@ -64,7 +64,10 @@ def judge_check(outcome: CheckOutcome, *, gold: CheckOutcome | None) -> tuple[bo
         got = show(rows[0][0]) if len(rows) == 1 and len(rows[0]) == 1 else f"{len(rows)} row(s)"
         return ok, f"check {label} returned {got}, expected {str(want).lower()}"
     ok = _rows_match(chk.expect, rows)
-    return ok, f"check {label} returned {show(tuple(rows[:3]), 120)}, expected {show(tuple(map(tuple, chk.expect[:3])), 120)}"
+    return (
+        ok,
+        f"check {label} returned {show(tuple(rows[:3]), 120)}, expected {show(tuple(map(tuple, chk.expect[:3])), 120)}",
+    )
 
 
 def tcv_verdict(outcomes: list[CheckOutcome], *, gold: list[CheckOutcome] | None) -> Verdict:

@@ -1,0 +1,87 @@
+"""Hostile predictions end as failed cases with a clear reason, and the next case sees pristine data."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import psycopg2
+import pytest
+import yaml
+
+from bot.cli import main
+from bot.results import read_run
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hostile"
+ATTACKS = yaml.safe_load((FIXTURES / "attacks.yml").read_text())
+CANARY_SQL = "SELECT id, owner, balance FROM accounts ORDER BY id"
+PWNED = Path("/tmp/sqlcanary-pwned")
+
+
+def _suite(tmp_path: Path) -> tuple[Path, Path]:
+    cases, preds = [], []
+    for attack in ATTACKS:
+        qid, mid = f"{attack['id']}:query", f"{attack['id']}:management"
+        cases.append(
+            {
+                "id": qid,
+                "question": "How many accounts are there?",
+                "gold_sql": "SELECT count(*) FROM accounts",
+            }
+        )
+        cases.append({"id": f"{qid}:canary", "question": "List the accounts.", "gold_sql": CANARY_SQL})
+        cases.append({
+            "id": mid, "question": "Give ada one more unit of balance.", "category": "management",
+            "gold_sql": "UPDATE accounts SET balance = balance + 1 WHERE id = 1",
+            "checks": ["SELECT balance = 101 FROM accounts WHERE id = 1",
+                       {"sql": "SELECT count(*) FROM accounts", "expect": [[3]]}],
+        })  # fmt: skip
+        cases.append({"id": f"{mid}:canary", "question": "List the accounts.", "gold_sql": CANARY_SQL})
+        preds += [{"id": qid, "sql": attack["sql"]}, {"id": mid, "sql": attack["sql"]},
+                  {"id": f"{qid}:canary", "sql": CANARY_SQL}, {"id": f"{mid}:canary", "sql": CANARY_SQL}]  # fmt: skip
+    suite = tmp_path / "hostile.yml"
+    suite.write_text(yaml.safe_dump({"name": "hostile", "databases": {"bank": str(FIXTURES / "bank.sql")},
+                                     "defaults": {"row_cap": 1000}, "cases": cases}, sort_keys=False))  # fmt: skip
+    pred_file = tmp_path / "preds.jsonl"
+    pred_file.write_text("".join(json.dumps(p) + "\n" for p in preds))
+    return suite, pred_file
+
+
+@pytest.fixture(scope="module")
+def hostile_run(tmp_path_factory, pg_dsn):
+    tmp = tmp_path_factory.mktemp("hostile")
+    PWNED.unlink(missing_ok=True)
+    suite, preds = _suite(tmp)
+    out = tmp / "run.json"
+    rc = main(["run", str(suite), "--agent", f"predictions:{preds}", "--dsn", pg_dsn, "--out", str(out),
+               "--jobs", "1", "--statement-timeout", "2s", "-q"])  # fmt: skip
+    assert rc == 0
+    return {c.id: c for c in read_run(out).cases}
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=[a["id"] for a in ATTACKS])
+@pytest.mark.parametrize("category", ["query", "management"])
+def test_attack_fails_with_clear_reason(hostile_run, attack, category):
+    case = hostile_run[f"{attack['id']}:{category}"]
+    assert case.status == "failed", (case.status, case.reason)
+    assert re.search(attack[category], case.reason, re.I), case.reason
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=[a["id"] for a in ATTACKS])
+@pytest.mark.parametrize("category", ["query", "management"])
+def test_next_case_sees_pristine_data(hostile_run, attack, category):
+    canary = hostile_run[f"{attack['id']}:{category}:canary"]
+    assert canary.status == "passed", canary.reason
+
+
+def test_nothing_escaped_to_the_server(hostile_run, pg_dsn):
+    assert not PWNED.exists(), "COPY TO PROGRAM ran"
+    with psycopg2.connect(pg_dsn) as conn, conn.cursor() as cur:
+        cur.execute("SELECT setting FROM pg_file_settings WHERE name = 'work_mem' AND applied IS NOT NULL")
+        assert cur.fetchall() == [], "ALTER SYSTEM changed postgresql.auto.conf"
+        cur.execute(
+            "SELECT rolsuper, rolcreatedb, rolcreaterole FROM pg_roles WHERE rolname = 'sqlcanary_runner'"
+        )
+        assert cur.fetchone() == (False, False, False)
+    conn.close()
