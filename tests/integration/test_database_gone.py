@@ -1,0 +1,57 @@
+"""A database that goes away mid-run: exit 2 with a clear message, and the cases finished so far survive."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import psycopg2
+import yaml
+
+from bot.cli import main
+from bot.results import read_run
+
+AGENT = textwrap.dedent(
+    """
+    import os, psycopg2
+
+    def answer(request):
+        if request["id"] == "c3":
+            # Cut the working database off: no new connections, and every open one terminated.
+            conn = psycopg2.connect(os.environ["SQLCANARY_TEST_ADMIN_DSN"])
+            conn.autocommit = True
+            with conn.cursor() as cur:
+                cur.execute("SELECT datname FROM pg_database WHERE datname LIKE 'sqlcanary_w_gone%'")
+                for (name,) in cur.fetchall():
+                    cur.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+                    cur.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,))
+            conn.close()
+        return {"sql": "SELECT count(*) FROM t"}
+    """
+)
+
+
+def test_database_gone_exits_2_and_keeps_results(tmp_path, pg_dsn, monkeypatch, capsys):
+    fixture = tmp_path / "t.sql"
+    fixture.write_text("CREATE TABLE t (x int); INSERT INTO t VALUES (1), (2);\n")
+    cases = [{"id": f"c{i}", "question": "How many rows?", "gold_sql": "SELECT count(*) FROM t"} for i in range(1, 6)]
+    suite = tmp_path / "suite.yml"
+    suite.write_text(yaml.safe_dump({"name": "gone", "databases": {"gone": str(fixture)}, "cases": cases}))
+    (tmp_path / "agent.py").write_text(AGENT)
+    monkeypatch.setenv("SQLCANARY_TEST_ADMIN_DSN", pg_dsn)
+    out = tmp_path / "run.json"
+    rc = main(["run", str(suite), "--agent", f"python:{tmp_path / 'agent.py'}:answer", "--dsn", pg_dsn,
+               "--out", str(out), "--jobs", "1", "-q"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert "connect" in err or "lost" in err
+    run = read_run(out)
+    assert run.meta.complete is False
+    assert [c.id for c in run.cases if c.status == "passed"] == ["c1", "c2"]
+    raw = json.loads(out.read_text())
+    assert raw["summary"]["passed"] == 2
+    # the working databases were dropped even so
+    with psycopg2.connect(pg_dsn) as conn, conn.cursor() as cur:
+        cur.execute("SELECT count(*) FROM pg_database WHERE datname LIKE 'sqlcanary_w_gone%'")
+        assert cur.fetchone()[0] == 0
+    conn.close()
