@@ -73,23 +73,17 @@ def load_config(path: str | Path) -> Config:
 
 
 def find_config(explicit: str | None, suite: str | None) -> Config:
-    """--config, else ./sqlcanary.yml, else sqlcanary.yml in the suite folder; else an empty config."""
+    """--config; else sqlcanary.yml in the suite folder (the most specific); else ./sqlcanary.yml; else empty."""
     if explicit:
         if not Path(explicit).is_file():
             raise ConfigError("no such config file", path=explicit)
         return load_config(explicit)
-    folders = [Path.cwd()]
-    if suite and Path(suite).is_dir():
-        folders.append(Path(suite))
+    folders = [Path(suite)] if suite and Path(suite).is_dir() else []
+    folders.append(Path.cwd())
     for folder in folders:
         for name in CONFIG_NAMES:
-            candidate = folder / name
-            if candidate.is_file():
-                config = load_config(candidate)
-                if suite and folder == Path.cwd() and config.suite:
-                    # a suite named on the command line wins over the one in ./sqlcanary.yml
-                    return config
-                return config
+            if (folder / name).is_file():
+                return load_config(folder / name)
     return Config(base_dir=str(Path.cwd()))
 
 

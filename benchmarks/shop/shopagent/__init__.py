@@ -1,0 +1,1 @@
+"""Helpers of the shop reference agent: question parsing, periods, SQL composition, recipes."""
