@@ -17,12 +17,19 @@ from bot.db.session import Outcome, Session
 from bot.db.statements import UnsafeSQL, write_statements
 from bot.results import Status, Verdict
 from bot.scoring.execution import error_verdict, judge_results, wants_order
-from bot.scoring.order import key_positions, with_limit
+from bot.scoring.order import key_positions, with_limit, with_order_keys, without_distinct
 from bot.scoring.qep import qep_verdict
 from bot.scoring.tables import OrderCheck
 from bot.scoring.tcv import CheckOutcome, tcv_verdict
 
-QUERY_LEADS = {"SELECT", "WITH", "VALUES", "TABLE", "("}
+# Statements refused early in a query case, with a clear reason (anything else goes to the server, which refuses
+# all but a single query anyway).
+NOT_QUERIES = {
+    "INSERT", "UPDATE", "DELETE", "MERGE", "TRUNCATE", "DROP", "CREATE", "ALTER", "COPY", "GRANT", "REVOKE", "SET",
+    "RESET", "COMMIT", "ROLLBACK", "BEGIN", "START", "END", "ABORT", "SAVEPOINT", "RELEASE", "VACUUM", "ANALYZE",
+    "CLUSTER", "REINDEX", "LOCK", "DO", "CALL", "PREPARE", "EXECUTE", "DEALLOCATE", "DISCARD", "LISTEN", "NOTIFY",
+    "LOAD", "COMMENT", "SECURITY", "REFRESH", "IMPORT", "CHECKPOINT", "REASSIGN",
+}  # fmt: skip
 ScratchFactory = Callable[[str], AbstractContextManager[Session]]
 
 
@@ -79,10 +86,30 @@ def _query_text(pred_sql: str) -> str:
     lead = m.group(1).upper() if m else ""
     if not lead:
         raise UnsafeSQL("the prediction is empty", error_class="empty")
-    if lead not in QUERY_LEADS:
+    if lead in NOT_QUERIES:
         raise UnsafeSQL(f"a query case takes one SELECT; the prediction is a {lead} statement",
                         error_class="not_a_query")  # fmt: skip
     return pred_sql
+
+
+def _runs(session: Session, gold_sql: str, n_keys: int, n_rows: int) -> tuple[int, ...] | None:
+    """Lengths of the gold's runs of equal ORDER BY keys, from the gold with its keys appended as outputs."""
+    probe_sql = with_order_keys(gold_sql)
+    if probe_sql is None:
+        return None
+    probe = session.fetch(probe_sql, untrusted=False, savepoint=True)
+    if not probe.ok or probe.result is None or probe.result.truncated or len(probe.result.rows) != n_rows:
+        return None
+    runs: list[int] = []
+    last: object = object()
+    for row in probe.result.rows:
+        key = row[-n_keys:]
+        if runs and key == last:
+            runs[-1] += 1
+        else:
+            runs.append(1)
+        last = key
+    return tuple(runs)
 
 
 def _order_check(
@@ -94,6 +121,8 @@ def _order_check(
     if not info.keys:
         return OrderCheck(key_positions=None)
     positions = key_positions(gold_sql, info, columns)
+    if positions is None:
+        return OrderCheck(key_positions=None, runs=_runs(session, gold_sql, len(info.keys), len(gold_rows)))
     tie_cut = False
     if positions is not None and info.limit is not None and len(gold_rows) == info.limit and gold_rows:
         probe_sql = with_limit(gold_sql, info.limit + 1)
@@ -113,7 +142,11 @@ def _compare_alternatives(
     pred: Outcome | None = None
     gold_errors: list[str] = []
     multi = len(case.gold_sql) > 1
+    strip = bool(options.strip_distinct) or options.preset == "test_suite"
+    if strip:
+        pred_text = without_distinct(pred_text)
     for idx, gold_sql in enumerate(case.gold_sql):
+        gold_sql = without_distinct(gold_sql) if strip else gold_sql
         gold = session.fetch(gold_sql, untrusted=False, savepoint=multi)
         if not gold.ok:
             gold_errors.append(f"gold #{idx + 1}: {gold.error}")
@@ -130,7 +163,8 @@ def _compare_alternatives(
         if verdict.match:
             return {"execution": verdict}, pred
         first = first or verdict
-    if first is None:
+    if first is None or gold_errors:
+        # A gold alternative that fails is a broken suite, never "the prediction is wrong".
         raise _GoldFailed("; ".join(gold_errors) or "no gold query")
     return {"execution": first}, pred
 

@@ -6,8 +6,10 @@ import datetime as dt
 import itertools
 import os
 import subprocess
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -148,6 +150,23 @@ def _combine_alternatives(evs: list[Evaluation]) -> Evaluation:
     return evs[0]
 
 
+def _evaluate(case: Case, answer: Answer, session: Session, options: CompareOptions, scratch, opts: RunOptions,
+              schemas: dict) -> Evaluation:  # fmt: skip
+    sqls = answer.alternatives or (answer.sql or "",)
+    try:
+        evs = [evaluate_case(case, s, session, options=options, scratch=scratch) for s in sqls]
+    except ConnectionLost:
+        session.reset()  # one retry on a fresh connection, then the run stops
+        evs = [evaluate_case(case, s, session, options=options, scratch=scratch) for s in sqls]
+    ev = _combine_alternatives(evs) if len(evs) > 1 else evs[0]
+    if ev.status == "failed" or (opts.structural and ev.status == "passed"):
+        sv = _structural(case, answer.sql, session, schemas)
+        if sv is not None:
+            ev = Evaluation(status=ev.status, verdicts={**ev.verdicts, "structural": sv}, deciding=ev.deciding,
+                            reason=ev.reason, error_class=ev.error_class, alternative=ev.alternative)  # fmt: skip
+    return ev
+
+
 def _structural(case: Case, sql: str | None, session: Session, cache: dict) -> Verdict | None:
     if not sql or not case.gold_sql:
         return None
@@ -220,26 +239,18 @@ def run_suite(
             e0 = time.perf_counter()
             ev = None
             if answer.sql is not None:
-                session = workers.session(case.db)
-                sqls = answer.alternatives or (answer.sql,)
                 try:
-                    evs = [
-                        evaluate_case(case, s, session, options=options[case.id], scratch=scratch)
-                        for s in sqls
-                    ]
+                    ev = _evaluate(
+                        case, answer, workers.session(case.db), options[case.id], scratch, opts, schemas
+                    )
                 except ConnectionLost:
-                    session.reset()  # one retry on a fresh connection, then the run stops
-                    evs = [
-                        evaluate_case(case, s, session, options=options[case.id], scratch=scratch)
-                        for s in sqls
-                    ]
-                ev = _combine_alternatives(evs) if len(evs) > 1 else evs[0]
-                if ev.status == "failed" or (opts.structural and ev.status == "passed"):
-                    sv = _structural(case, answer.sql, session, schemas)
-                    if sv is not None:
-                        ev = Evaluation(status=ev.status, verdicts={**ev.verdicts, "structural": sv},
-                                        deciding=ev.deciding, reason=ev.reason, error_class=ev.error_class,
-                                        alternative=ev.alternative)  # fmt: skip
+                    raise
+                except Exception as exc:  # noqa: BLE001 - a bug in one case must not lose the others
+                    detail = traceback.format_exc(limit=-3)
+                    print(f"sqlcanary: internal error on case {case.id}:\n{detail}", file=sys.stderr)
+                    workers.session(case.db).reset()  # whatever state the bug left the connection in
+                    ev = Evaluation(status="errored", verdicts={}, deciding=None, error_class="internal_error",
+                                    reason=f"internal error (a bug in sqlcanary): {type(exc).__name__}: {exc}")  # fmt: skip
             result = _case_result(case, answer, ev, agent_s=agent_s, eval_s=time.perf_counter() - e0)
             results[index] = result
             if progress:

@@ -11,7 +11,7 @@ from bot.agents import AgentContext, make_agent
 from bot.cases.loader import load_suite, parse_duration_ms, select_cases
 from bot.config import Config, database_url, find_config
 from bot.db.provision import provision
-from bot.errors import EXIT_GATE, EXIT_OK, ConfigError
+from bot.errors import EXIT_BUG, EXIT_GATE, EXIT_OK, ConfigError
 from bot.report.console import Progress, problem_lines, summary_table
 from bot.runner import RunOptions, run_suite
 from bot.scoring.presets import PRESETS
@@ -102,6 +102,13 @@ def main(args: argparse.Namespace) -> int:
     if problems:
         print("\nnot passed:\n" + problems)
     print(f"\nresults written to {out} ({run.meta.duration_s:.1f}s)")
+    bugs = [c.id for c in run.cases if c.error_class == "internal_error"]
+    if bugs:
+        print(
+            f"sqlcanary: {len(bugs)} case(s) hit an internal error (a bug): {', '.join(bugs[:10])}",
+            file=sys.stderr,
+        )
+        return EXIT_BUG
     if args.min_pass_rate is not None:
         rate = run.summary.pass_rate or 0.0
         if rate < args.min_pass_rate:

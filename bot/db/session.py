@@ -27,6 +27,27 @@ SESSION_SETTINGS = (
 _WATCHDOG_GRACE_S = 3.0
 
 
+class OutOfRange(str):
+    """A date or time PostgreSQL holds but Python cannot (BC dates, year 10000+): kept as its text."""
+
+
+def _safe_caster(base: Any, name: str) -> Any:
+    def cast(value: str | None, cur: Any) -> Any:
+        try:
+            return base(value, cur)
+        except (ValueError, OverflowError):
+            return OutOfRange(value) if value is not None else None
+
+    return psycopg2.extensions.new_type(base.values, name, cast)
+
+
+_SAFE_TYPES = [
+    _safe_caster(psycopg2.extensions.PYDATE, "SQLCANARY_DATE"),
+    _safe_caster(psycopg2.extensions.PYDATETIME, "SQLCANARY_TIMESTAMP"),
+    _safe_caster(psycopg2.extensions.PYDATETIMETZ, "SQLCANARY_TIMESTAMPTZ"),
+]
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What running one piece of SQL gave: rows, or an error with its class."""
@@ -131,6 +152,8 @@ class Session:
         try:
             conn = psycopg2.connect(self.dsn, connect_timeout=10)
             conn.autocommit = True
+            for caster in _SAFE_TYPES:
+                psycopg2.extensions.register_type(caster, conn)
             with conn.cursor() as cur:
                 cur.execute(SESSION_SETTINGS)
                 cur.execute(

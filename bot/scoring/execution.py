@@ -60,6 +60,9 @@ def judge_results(
         columns=options.columns or "permute",
         abs_tol=options.abs_tol if options.abs_tol is not None else 1e-9,
         rel_tol=options.rel_tol if options.rel_tol is not None else 1e-9,
+        bool_is_int=bool(options.bool_is_int),
+        datetime_as_date=bool(options.datetime_as_date),
+        empty_gold_fails=bool(options.empty_gold_fails),
     )
     tv = compare_tables(gold, pred, opts=opts, order=order)
     details = dict(tv.details)

@@ -33,12 +33,28 @@ def _int_literal(node: exp.Expression | None) -> int | None:
     return None
 
 
+def _unwrap(tree: exp.Expression | None) -> exp.Expression | None:
+    """`(SELECT ... ORDER BY x)` orders its rows like the query inside the parentheses."""
+    while (
+        isinstance(tree, exp.Paren | exp.Subquery)
+        and not tree.args.get("order")
+        and not tree.args.get("limit")
+    ):
+        tree = tree.this
+    return tree
+
+
+@lru_cache(maxsize=4096)
+def _parse(sql: str) -> exp.Expression | None:
+    try:
+        return _unwrap(sqlglot.parse_one(sql, read="postgres"))
+    except Exception:  # noqa: BLE001 - sqlglot raises several kinds; unparsable means unknown
+        return None
+
+
 @lru_cache(maxsize=4096)
 def order_info(sql: str) -> OrderInfo:
-    try:
-        tree = sqlglot.parse_one(sql, read="postgres")
-    except Exception:  # noqa: BLE001 - sqlglot raises several kinds; unparsable means unknown
-        return NO_ORDER
+    tree = _parse(sql)
     if tree is None:
         return NO_ORDER
     order = tree.args.get("order")
@@ -54,10 +70,7 @@ def order_info(sql: str) -> OrderInfo:
 @lru_cache(maxsize=4096)
 def _select_outputs(sql: str) -> tuple[tuple[str, str], ...]:
     """(output name, expression SQL) for each output column of the top-level SELECT (first branch of a union)."""
-    try:
-        tree = sqlglot.parse_one(sql, read="postgres")
-    except Exception:  # noqa: BLE001
-        return ()
+    tree = _parse(sql)
     while isinstance(tree, exp.SetOperation):
         tree = tree.this
     if not isinstance(tree, exp.Select):
@@ -99,12 +112,60 @@ def key_positions(sql: str, info: OrderInfo, columns: tuple[str, ...]) -> tuple[
     return tuple(positions)
 
 
+@lru_cache(maxsize=4096)
 def with_limit(sql: str, limit: int) -> str | None:
     """The same query with another LIMIT (to probe for ties cut by the limit); None if it cannot be rewritten."""
+    tree = _parse(sql)
+    if not isinstance(tree, exp.Select | exp.SetOperation):
+        return None
     try:
-        tree = sqlglot.parse_one(sql, read="postgres")
-        if not isinstance(tree, exp.Select | exp.SetOperation):
-            return None
         return tree.limit(limit, copy=True).sql(dialect="postgres")
     except Exception:  # noqa: BLE001
         return None
+
+
+KEY_PREFIX = "__sqlcanary_k"
+
+
+@lru_cache(maxsize=4096)
+def with_order_keys(sql: str) -> str | None:
+    """The gold with its ORDER BY keys appended as output columns (`__sqlcanary_k0`, ...), so that the runs of
+    equal keys can be found when the keys are not among the outputs. None for shapes where that changes rows."""
+    tree = _parse(sql)
+    if not isinstance(tree, exp.Select) or tree.args.get("distinct") or not tree.args.get("order"):
+        return None
+    try:
+        probe = tree.copy()
+        keys = [o.this.copy() for o in probe.args["order"].expressions]
+        probe.select(*[exp.alias_(k, f"{KEY_PREFIX}{i}") for i, k in enumerate(keys)], copy=False)
+        return probe.sql(dialect="postgres")
+    except Exception:  # noqa: BLE001
+        return None
+
+
+@lru_cache(maxsize=4096)
+def without_distinct(sql: str) -> str:
+    """The query with every DISTINCT removed, as Spider's test-suite evaluator does by default; unchanged when it
+    cannot be parsed."""
+    try:
+        tree = sqlglot.parse_one(sql, read="postgres")
+    except Exception:  # noqa: BLE001
+        return sql
+    if tree is None or not tree.find(exp.Distinct):
+        return sql
+
+    def strip(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Select) and node.args.get("distinct"):
+            node.set("distinct", None)
+        if (
+            isinstance(node, exp.Distinct)
+            and node.parent is not None
+            and not isinstance(node.parent, exp.Select)
+        ):
+            return node.expressions[0] if len(node.expressions) == 1 else node
+        return node
+
+    try:
+        return tree.transform(strip).sql(dialect="postgres")
+    except Exception:  # noqa: BLE001
+        return sql

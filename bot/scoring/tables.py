@@ -12,6 +12,7 @@ from typing import Any, Literal
 from bot.results import ResultSet
 from bot.scoring.values import (
     APPROX_OIDS,
+    FAST_OIDS,
     close,
     normalize_rows,
     show,
@@ -28,6 +29,9 @@ class TableOptions:
     columns: Literal["positional", "permute", "subset"] = "permute"
     abs_tol: float = 1e-9
     rel_tol: float = 1e-9
+    bool_is_int: bool = False
+    datetime_as_date: bool = False
+    empty_gold_fails: bool = False
 
 
 @dataclass(frozen=True)
@@ -42,8 +46,11 @@ class TableVerdict:
 
 @dataclass(frozen=True)
 class OrderCheck:
-    key_positions: tuple[int, ...] | None  # None: the key is not an output column; compare full sequences
+    key_positions: tuple[int, ...] | None  # None: the key is not among the output columns
     tie_cut: bool = False  # the gold's LIMIT cut through a run of equal keys
+    # When the key is not an output column: lengths of the gold's runs of equal keys (found by a probe query),
+    # so tied rows are still compared as multisets. None and no key positions: compare full sequences.
+    runs: tuple[int, ...] | None = None
 
 
 def _project(rows: list[tuple[Any, ...]], mapping: tuple[int, ...]) -> list[tuple[Any, ...]]:
@@ -135,6 +142,15 @@ def _dedupe(rows: list) -> list:
 
 
 def _order_ok(g: list, p: list, check: OrderCheck, opts: TableOptions) -> tuple[bool, str]:
+    if check.key_positions is None and check.runs is not None and sum(check.runs) == len(g) == len(p):
+        start = 0
+        for length in check.runs:
+            approx = list(range(len(g[0]))) if g else []
+            if not _multiset_equal(g[start : start + length], p[start : start + length], approx, opts)[0]:
+                return False, (f"row order differs: rows {start + 1}-{start + length} of the gold (one run of equal "
+                               "ORDER BY keys) hold other rows in the prediction")  # fmt: skip
+            start += length
+        return True, ""
     if check.key_positions is None:
         keys_g, keys_p = g, p
     else:
@@ -223,12 +239,27 @@ def compare_tables(
         return TableVerdict(False, "mismatch", f"column count differs: gold has {gw} ({gcols}), prediction has {pw} "
                             f"({pcols})", tuple(flags), {"gold_columns": list(gold.columns),
                                                           "pred_columns": list(pred.columns)})  # fmt: skip
-    if opts.rows == "multiset" and gold.type_oids == pred.type_oids and (order is None or not order.tie_cut):
+    if order is not None and order.tie_cut:
+        flags.append("ambiguous_ties")
+    if not gold.rows and opts.empty_gold_fails:
+        return TableVerdict(False, "mismatch", "the gold is empty (empty_gold_fails)", tuple(flags))
+    loosened = opts.bool_is_int or opts.datetime_as_date
+    if (
+        opts.rows == "multiset"
+        and gold.type_oids == pred.type_oids
+        and FAST_OIDS.issuperset(gold.type_oids)
+        and not loosened
+        and (order is None or not order.tie_cut)
+    ):
         fast = _raw_fast_path(gold, pred, order=order, opts=opts, flags=flags)
         if fast is not None:
             return fast
-    g = normalize_rows(gold.rows, gold.type_oids)
-    p = normalize_rows(pred.rows, pred.type_oids)
+    g = normalize_rows(
+        gold.rows, gold.type_oids, bool_is_int=opts.bool_is_int, datetime_as_date=opts.datetime_as_date
+    )
+    p = normalize_rows(
+        pred.rows, pred.type_oids, bool_is_int=opts.bool_is_int, datetime_as_date=opts.datetime_as_date
+    )
     if opts.rows == "set":
         flags.append("set_semantics")
         g = _dedupe(g)
@@ -262,8 +293,6 @@ def compare_tables(
             kind = "within_tolerance"
         elif tolerant:
             flags.append("within_tolerance")
-        if order is not None and order.tie_cut:
-            flags.append("ambiguous_ties")
         message = "results match" + ("" if kind == "exact" else f" ({kind.replace('_', ' ')})")
         return TableVerdict(True, kind, message, tuple(flags), {}, mapping)
     if first_fail is None:

@@ -7,6 +7,7 @@ and bytea.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 from collections.abc import Callable
@@ -19,6 +20,12 @@ NUMERIC_OID = 1700
 APPROX_OIDS = FLOAT_OIDS | {NUMERIC_OID}
 INT_OIDS = frozenset({20, 21, 23, 26})
 JSON_OIDS = frozenset({114, 3802})
+BPCHAR_ARRAY_OID = 1014
+JSON_ARRAY_OIDS = frozenset({199, 3807})
+# Column types whose values Python compares exactly as sqlcanary's rules do when both sides have the same type
+# (no bool hidden in a json or an array, where Python would take True for 1).
+FAST_OIDS = frozenset({16, 17, 18, 19, 20, 21, 23, 25, 26, 700, 701, 1042, 1043, 1082, 1083, 1114, 1184, 1186,
+                       1266, 1700, 2950})  # fmt: skip
 
 
 class _Nan:
@@ -61,11 +68,29 @@ class TypedBool:
         return isinstance(other, TypedBool) and self.value < other.value
 
 
+def _canonical_json(value: Any) -> Any:
+    """Numbers as jsonb compares them (1 = 1.0), recursively."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, float | Decimal) and value == value and value == int(value):
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _canonical_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_canonical_json(v) for v in value]
+    return value
+
+
 class Json:
     __slots__ = ("text",)
 
     def __init__(self, value: Any) -> None:
-        self.text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+        if isinstance(value, str):  # json that psycopg2 did not parse (e.g. inside an array)
+            try:
+                value = json.loads(value)
+            except ValueError:
+                pass
+        self.text = json.dumps(_canonical_json(value), sort_keys=True, separators=(",", ":"), default=str)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Json) and other.text == self.text
@@ -111,6 +136,18 @@ def _json(v: Any) -> Any:
     return None if v is None else Json(v)
 
 
+def _bpchar_array(v: Any) -> Any:
+    if isinstance(v, list):
+        return tuple(_bpchar_array(x) for x in v)
+    return _bpchar(v)
+
+
+def _json_array(v: Any) -> Any:
+    if isinstance(v, list):
+        return tuple(_json_array(x) for x in v)
+    return _json(v)
+
+
 def _plain(v: Any) -> Any:
     return v
 
@@ -122,14 +159,40 @@ def converter_for(oid: int) -> Callable[[Any], Any]:
         return _bpchar
     if oid in JSON_OIDS:
         return _json
+    if oid == BPCHAR_ARRAY_OID:
+        return _bpchar_array
+    if oid in JSON_ARRAY_OIDS:
+        return _json_array
     return normalize_value
 
 
-def normalize_rows(rows: list[tuple[Any, ...]], oids: tuple[int, ...]) -> list[tuple[Any, ...]]:
+def _loosen(v: Any, *, bool_is_int: bool, datetime_as_date: bool) -> Any:
+    if bool_is_int and isinstance(v, TypedBool):
+        return int(v.value)
+    if datetime_as_date and isinstance(v, dt.datetime):
+        return v.date()
+    if isinstance(v, tuple):
+        return tuple(_loosen(x, bool_is_int=bool_is_int, datetime_as_date=datetime_as_date) for x in v)
+    return v
+
+
+def normalize_rows(
+    rows: list[tuple[Any, ...]],
+    oids: tuple[int, ...],
+    *,
+    bool_is_int: bool = False,
+    datetime_as_date: bool = False,
+) -> list[tuple[Any, ...]]:
     convs = [converter_for(o) for o in oids]
-    if all(c is _plain for c in convs):
+    if all(c is _plain for c in convs) and not (bool_is_int or datetime_as_date):
         return rows
-    return [tuple(c(v) for c, v in zip(convs, row, strict=True)) for row in rows]
+    out = [tuple(c(v) for c, v in zip(convs, row, strict=True)) for row in rows]
+    if bool_is_int or datetime_as_date:
+        out = [
+            tuple(_loosen(v, bool_is_int=bool_is_int, datetime_as_date=datetime_as_date) for v in r)
+            for r in out
+        ]
+    return out
 
 
 def is_number(v: Any) -> bool:
