@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from bot.cases.model import check_preset
 from bot.cases.yamlread import LineDict, load_yaml_file
 from bot.errors import ConfigError
 
@@ -47,6 +48,11 @@ class Config(_Model):
     def _agent_spec(cls, value: Any) -> Any:
         return {"spec": value} if isinstance(value, str) else value
 
+    @field_validator("preset")
+    @classmethod
+    def _known_preset(cls, value: str | None) -> str | None:
+        return check_preset(value)
+
     def path(self, value: str) -> Path:
         p = Path(value)
         return p if p.is_absolute() else Path(self.base_dir) / p
@@ -60,6 +66,9 @@ def load_config(path: str | Path) -> Config:
         doc.line, doc.key_lines = 1, {}
     if not isinstance(doc, dict):
         raise ConfigError("a config file must be a mapping", path=str(p), line=1)
+    if "base_dir" in doc:
+        raise ConfigError("unknown key 'base_dir' (paths are relative to this file)", path=str(p),
+                          line=doc.line_of("base_dir") if isinstance(doc, LineDict) else None)  # fmt: skip
     try:
         return Config(**doc, base_dir=str(p.parent.resolve()))
     except ValidationError as exc:

@@ -95,6 +95,7 @@ class Summary(Counts):
 class RunMeta(_Frozen):
     suite: str
     suite_hash: str
+    suite_path: str = ""
     fixtures: dict[str, str] = Field(default_factory=dict)
     server_version: str = ""
     sqlcanary_version: str = ""

@@ -114,7 +114,6 @@ def _scratch_factory(server: Server, dbs: dict[str, Database], *, timeout_ms: in
             runner_dsn(server, name, password), statement_timeout_ms=timeout_ms, row_cap=row_cap, direct=True
         )
         try:
-            session.execute(f"SET statement_timeout = {int(timeout_ms)}", untrusted=False)
             yield session
         finally:
             session.close()
@@ -217,7 +216,8 @@ def run_suite(
 
     def make(complete: bool) -> RunResult:
         done = [results[i] for i in sorted(results)]
-        meta = RunMeta(suite=suite.name, suite_hash=suite.content_hash, fixtures=dict(fingerprints),
+        meta = RunMeta(suite=suite.name, suite_hash=suite.content_hash, suite_path=str(suite.location),
+                       fixtures=dict(fingerprints),
                        server_version=server.version, sqlcanary_version=sqlcanary_version(),
                        evaluator_version=EVALUATOR_VERSION, preset=opts.preset or "sqlcanary", agent=agent.name,
                        git_sha=git_sha(suite.root), started_at=started_at,

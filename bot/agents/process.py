@@ -24,6 +24,7 @@ from bot.cases.model import Case
 from bot.errors import AgentError
 
 _STDERR_KEEP = 4000
+_NOISE_GRACE_S = 1.0  # after a line that is not this case's answer, how long to wait for the real one
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -124,6 +125,15 @@ class _LineProcess:
             del self.stderr[:-50]
 
 
+def _is_answer_for(line: str, case_id: str) -> bool:
+    """A JSON-lines agent's answer is a JSON object; when it echoes an `id`, that id must be this case's."""
+    try:
+        reply = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(reply, dict) and str(reply.get("id", case_id)) == case_id
+
+
 class PersistentCommandAgent:
     """`command:CMD` with `persistent: true`: one long-lived process, one JSON line in and one out per case."""
 
@@ -154,17 +164,26 @@ class PersistentCommandAgent:
         except (OSError, BrokenPipeError) as exc:
             self._local.proc = None
             return Answer(error=f"cannot talk to the agent process: {exc}", error_class="agent_crashed")
-        try:
-            line = lp.lines.get(timeout=self.ctx.timeout_s)
-        except queue.Empty:
-            _kill(lp.proc)
-            self._local.proc = None
-            return Answer(
-                error=f"the agent did not answer within {self.ctx.timeout_s:g}s",
-                error_class="agent_timeout",
-                duration_s=time.perf_counter() - started,
-            )
-        stderr = "".join(lp.stderr)[-_STDERR_KEEP:] or None
+        deadline = time.monotonic() + self.ctx.timeout_s
+        noise: list[str] = []
+        while True:
+            try:
+                line = lp.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                _kill(lp.proc)  # a late answer must not be taken for the next case's
+                self._local.proc = None
+                if noise:
+                    return parse_reply_text("".join(noise), source="the agent")
+                return Answer(
+                    error=f"the agent did not answer within {self.ctx.timeout_s:g}s",
+                    error_class="agent_timeout",
+                    duration_s=time.perf_counter() - started,
+                )
+            if line is None or _is_answer_for(line, case.id):
+                break
+            noise.append(line)  # log output on stdout, or a late answer to an earlier (timed-out) case
+            deadline = min(deadline, time.monotonic() + _NOISE_GRACE_S)
+        stderr = ("".join(noise) + "".join(lp.stderr))[-_STDERR_KEEP:] or None
         if line is None:
             self._local.proc = None
             return Answer(

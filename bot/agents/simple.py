@@ -59,7 +59,12 @@ def _load_predictions(path: Path) -> dict[str, str]:
 
 
 def _add(out: dict[str, str], item: object, *, path: Path, line: int | None, where: str) -> None:
-    if not isinstance(item, dict) or "id" not in item or not isinstance(item.get("sql"), str | type(None)):
+    if (
+        not isinstance(item, dict)
+        or "id" not in item
+        or "sql" not in item
+        or not isinstance(item["sql"], str | None)
+    ):
         raise AgentError(f"{where}: expected an object with `id` and `sql`", path=str(path), line=line)
     key = str(item["id"])
     if key in out:

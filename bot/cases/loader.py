@@ -16,7 +16,15 @@ from pydantic import ValidationError
 from sqlglot.errors import ParseError, TokenError
 
 from bot.cases.choices import expand_column_choices
-from bot.cases.model import Case, Check, CompareOptions, Efficiency, Suite, SuiteSettings
+from bot.cases.model import (
+    READ_ONLY_CATEGORIES,
+    Case,
+    Check,
+    CompareOptions,
+    Efficiency,
+    Suite,
+    SuiteSettings,
+)
 from bot.cases.yamlread import LineDict, LineList, load_yaml_file
 from bot.errors import CaseFileError
 
@@ -29,7 +37,7 @@ SUITE_KEYS = {"name", "databases", "defaults", "cases", "description"}
 DEFAULT_KEYS = {"db", "tags", "category", "compare", "statement_timeout", "row_cap"}
 
 
-def parse_duration_ms(value: Any, *, path: str, line: int) -> int:
+def parse_duration_ms(value: Any, *, path: str, line: int | None) -> int:
     """`30s`, `500ms`, `2min` or a bare number of milliseconds."""
     if isinstance(value, bool):
         raise CaseFileError(f"not a duration: {value!r}", path=path, line=line)
@@ -52,17 +60,36 @@ def _strings(value: Any, *, what: str, path: str, line: int) -> tuple[str, ...]:
     raise CaseFileError(f"{what} must be a string or a list of strings", path=path, line=line)
 
 
-def check_sql_parses(sql: str, *, path: str, line: int, case_id: str, what: str) -> None:
+def check_sql_parses(sql: str, *, path: str, line: int, case_id: str, what: str) -> int:
+    """Raise CaseFileError unless `sql` parses; return how many statements it holds."""
     try:
         parsed = sqlglot.parse(sql, read="postgres")
     except (ParseError, TokenError) as exc:
         first = str(exc).splitlines()[0]
         raise CaseFileError(f"{what} does not parse: {first}", path=path, line=line, case_id=case_id) from exc
-    if not any(p is not None for p in parsed):
+    count = sum(p is not None for p in parsed)
+    if not count:
         raise CaseFileError(f"{what} is empty", path=path, line=line, case_id=case_id)
+    return count
 
 
-def _build_case(raw: Any, defaults: dict[str, Any], *, path: str, fallback_line: int) -> Case:
+def _compare_options(raw: Any, *, path: str, line: int, case_id: str | None) -> CompareOptions:
+    if raw is None:
+        return CompareOptions()
+    if not isinstance(raw, dict):
+        raise CaseFileError("compare must be a mapping", path=path, line=line, case_id=case_id)
+    try:
+        return CompareOptions(**raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = str(err["loc"][0]) if err["loc"] else ""
+        where = raw.line_of(field) if isinstance(raw, LineDict) and field else line
+        raise CaseFileError(f"compare.{field}: {err['msg']}", path=path, line=where, case_id=case_id) from exc
+
+
+def _build_case(
+    raw: Any, defaults: dict[str, Any], *, path: str, fallback_line: int, known_dbs: frozenset[str]
+) -> Case:
     if not isinstance(raw, dict):
         raise CaseFileError("a case must be a mapping", path=path, line=fallback_line)
     line = raw.line if isinstance(raw, LineDict) else fallback_line
@@ -81,13 +108,26 @@ def _build_case(raw: Any, defaults: dict[str, Any], *, path: str, fallback_line:
     gold_key = "gold_sql" if "gold_sql" in raw else "expected_sql"
     gold_line = line_of(gold_key)
     gold_raw = _strings(raw.get(gold_key), what=gold_key, path=path, line=gold_line)
+    merged = {**defaults, **{k: v for k, v in raw.items() if k not in (gold_key,)}}
+    category = merged.get("category") or "query"
     gold: list[str] = []
     for i, alt in enumerate(gold_raw):
         alt_line = raw[gold_key].line_of(i) if isinstance(raw.get(gold_key), LineList) else gold_line
         for variant in expand_column_choices(alt):
-            check_sql_parses(variant, path=path, line=alt_line, case_id=case_id, what=gold_key)
+            count = check_sql_parses(variant, path=path, line=alt_line, case_id=case_id, what=gold_key)
+            if count > 1 and category in READ_ONLY_CATEGORIES:
+                raise CaseFileError(
+                    f"{gold_key} holds {count} statements; a {category} case takes one query "
+                    "(write acceptable alternatives as a YAML list)",
+                    path=path, line=alt_line, case_id=case_id,
+                )  # fmt: skip
             gold.append(variant)
-    merged = {**defaults, **{k: v for k, v in raw.items() if k not in (gold_key,)}}
+    db = str(merged.get("db") or "")
+    if db not in known_dbs:
+        known = ", ".join(sorted(known_dbs))
+        db_line = line_of("db") if "db" in raw else line
+        raise CaseFileError(f"unknown db {db!r} (the suite defines: {known})", path=path, line=db_line,
+                            case_id=case_id)  # fmt: skip
     tags = _strings(merged.get("tags"), what="tags", path=path, line=line_of("tags"))
     checks_raw = merged.get("checks") or []
     if isinstance(checks_raw, str | dict):
@@ -103,17 +143,18 @@ def _build_case(raw: Any, defaults: dict[str, Any], *, path: str, fallback_line:
             ) from exc
         check_sql_parses(checks[-1].sql, path=path, line=chk_line, case_id=case_id, what="check sql")
     try:
-        compare = CompareOptions(**(raw.get("compare") or {})).merged_over(
-            CompareOptions(**(defaults.get("compare") or {}))
+        compare = _compare_options(raw.get("compare"), path=path, line=line_of("compare"), case_id=case_id)
+        compare = compare.merged_over(
+            _compare_options(defaults.get("compare"), path=path, line=line, case_id=case_id)
         )
         efficiency = Efficiency(**raw["efficiency"]) if raw.get("efficiency") else None
         case = Case(
             id=case_id,
             question=str(merged.get("question") or ""),
             gold_sql=tuple(gold),
-            db=str(merged.get("db") or ""),
+            db=db,
             tags=tags,
-            category=merged.get("category") or "query",
+            category=category,
             instructions=str(merged.get("instructions") or ""),
             setup_sql=_strings(
                 merged.get("setup_sql"), what="setup_sql", path=path, line=line_of("setup_sql")
@@ -156,12 +197,14 @@ def _first_error(exc: Exception) -> str:
     return str(exc)
 
 
-def _read_cases(items: Any, defaults: dict[str, Any], *, path: str, line: int) -> Iterable[Case]:
+def _read_cases(
+    items: Any, defaults: dict[str, Any], *, path: str, line: int, known_dbs: frozenset[str]
+) -> Iterable[Case]:
     if not isinstance(items, list):
         raise CaseFileError("`cases` must be a list", path=path, line=line)
     for i, raw in enumerate(items):
         item_line = items.line_of(i) if isinstance(items, LineList) else line
-        yield _build_case(raw, defaults, path=path, fallback_line=item_line)
+        yield _build_case(raw, defaults, path=path, fallback_line=item_line, known_dbs=known_dbs)
 
 
 def _read_defaults(doc: LineDict, *, path: str) -> tuple[dict[str, Any], SuiteSettings]:
@@ -183,7 +226,9 @@ def _read_defaults(doc: LineDict, *, path: str) -> tuple[dict[str, Any], SuiteSe
     if "row_cap" in raw:
         settings["row_cap"] = raw["row_cap"]
     try:
-        settings["compare"] = CompareOptions(**(raw.get("compare") or {}))
+        settings["compare"] = _compare_options(
+            raw.get("compare"), path=path, line=line_of("compare"), case_id=None
+        )
         suite_settings = SuiteSettings(**settings)
     except (TypeError, ValidationError) as exc:
         raise CaseFileError(
@@ -252,7 +297,11 @@ def load_suite(location: str | Path) -> Suite:
         defaults.setdefault("db", next(iter(databases)))
     cases: list[Case] = []
     if "cases" in doc:
-        cases.extend(_read_cases(doc["cases"], defaults, path=spath, line=doc.line_of("cases")))
+        cases.extend(
+            _read_cases(
+                doc["cases"], defaults, path=spath, line=doc.line_of("cases"), known_dbs=frozenset(databases)
+            )
+        )
     for cf in case_files:
         cpath = str(cf)
         cdoc = load_yaml_file(cf)
@@ -271,7 +320,7 @@ def load_suite(location: str | Path) -> Suite:
             items, line = cdoc.get("cases", []), cdoc.line_of("cases")
         else:
             items, line = cdoc, 1
-        cases.extend(_read_cases(items, file_defaults, path=cpath, line=line))
+        cases.extend(_read_cases(items, file_defaults, path=cpath, line=line, known_dbs=frozenset(databases)))
     _check_cases(cases, databases)
     files = [suite_file, *case_files]
     fixtures = sorted({p for ps in databases.values() for p in ps})
@@ -283,6 +332,7 @@ def load_suite(location: str | Path) -> Suite:
         cases=tuple(cases),
         content_hash=hash_files([*files, *fixtures], base=suite_file.parent),
         files=tuple(files),
+        location=loc.resolve(),
     )
 
 

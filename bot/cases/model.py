@@ -11,6 +11,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 Category = Literal["query", "personalization", "management", "efficiency"]
 CATEGORIES: tuple[str, ...] = ("query", "personalization", "management", "efficiency")
 READ_ONLY_CATEGORIES = frozenset({"query", "personalization"})
+# The comparison presets (bot/scoring/presets.py implements them): sqlcanary's rules, then public evaluators.
+PRESET_NAMES: tuple[str, ...] = ("sqlcanary", "bird", "critic", "test_suite", "defog", "defog_exact", "spider2")
+
+
+def check_preset(value: str | None) -> str | None:
+    if value is not None and value not in PRESET_NAMES:
+        raise ValueError(f"unknown preset {value!r} (known: {', '.join(PRESET_NAMES)})")
+    return value
 
 
 class _Frozen(BaseModel):
@@ -30,6 +38,11 @@ class CompareOptions(_Frozen):
     empty_gold_fails: bool | None = None
     datetime_as_date: bool | None = None
     strip_distinct: bool | None = None
+
+    @field_validator("preset")
+    @classmethod
+    def _known_preset(cls, value: str | None) -> str | None:
+        return check_preset(value)
 
     def merged_over(self, base: CompareOptions) -> CompareOptions:
         """These options, with unset fields taken from `base`."""
@@ -119,6 +132,7 @@ class Suite:
     cases: tuple[Case, ...]
     content_hash: str
     files: tuple[Path, ...] = field(default_factory=tuple)
+    location: Path = Path(".")  # what load_suite was given: the folder or the single file
 
     def case(self, case_id: str) -> Case:
         for c in self.cases:

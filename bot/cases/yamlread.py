@@ -70,6 +70,8 @@ def load_yaml_text(text: str, path: str) -> Any:
         return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
+        if exc.context_mark is not None and "end of stream" in (exc.problem or ""):
+            mark = exc.context_mark  # an unclosed quote or bracket: where it opened, not the end of the file
         line = mark.line + 1 if mark else None
         raise CaseFileError(f"unparsable YAML: {exc.problem or exc}", path=path, line=line) from exc
     except yaml.YAMLError as exc:

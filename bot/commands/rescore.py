@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 
 from bot.commands import run as run_command
+from bot.errors import ConfigError
+from bot.results import read_run
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -14,4 +16,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     args.agent = f"run:{args.run_file}"
+    if not args.suite:
+        saved = read_run(args.run_file).meta.suite_path
+        if not saved:
+            raise ConfigError(
+                "the run does not say where its suite is: pass the suite folder", path=args.run_file
+            )
+        args.suite = saved
     return run_command.main(args)

@@ -21,7 +21,7 @@ DEFAULT_OUT = "sqlcanary-results/run.json"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("suite", nargs="?", help="suite folder or file (default: `suite` in sqlcanary.yml)")
-    p.add_argument("--config", help="sqlcanary.yml (default: ./sqlcanary.yml, then the suite folder's)")
+    p.add_argument("--config", help="sqlcanary.yml (default: the suite folder's, then ./sqlcanary.yml)")
     p.add_argument(
         "--agent",
         help="gold | gold:all | predictions:PATH | run:RUN.json | command:CMD | "
@@ -76,7 +76,7 @@ def main(args: argparse.Namespace) -> int:
     opts = RunOptions(
         jobs=jobs,
         preset=args.preset or config.preset,
-        statement_timeout_ms=parse_duration_ms(timeout, path="--statement-timeout", line=0)
+        statement_timeout_ms=parse_duration_ms(timeout, path="--statement-timeout", line=None)
         if timeout
         else None,
         row_cap=args.row_cap or config.row_cap,

@@ -157,6 +157,9 @@ class Session:
             with conn.cursor() as cur:
                 cur.execute(SESSION_SETTINGS)
                 cur.execute(
+                    f"SET statement_timeout = {int(self.statement_timeout_ms)}; SET lock_timeout = '5s'"
+                )
+                cur.execute(
                     "SELECT coalesce(string_agg(format('setval(%L, %s, %s)', quote_ident(schemaname) || '.' || "
                     "quote_ident(sequencename), coalesce(last_value, start_value), CASE WHEN last_value IS NULL THEN 'false' ELSE 'true' END), ', '), '')"
                     " FROM pg_sequences WHERE schemaname NOT IN ('pg_catalog', 'information_schema')"
@@ -193,10 +196,12 @@ class Session:
 
     # -- transactions ----------------------------------------------------------------------------------
     def begin(self, *, read_only: bool) -> None:
-        """Start the case's transaction; BEGIN travels with the next statement (one round trip fewer)."""
+        """Start the case's transaction; BEGIN travels with the next statement (one round trip fewer).
+
+        statement_timeout and lock_timeout are session settings: whatever a prediction does to them inside the
+        case's transaction is undone by its rollback, and the watchdog stands behind them meanwhile."""
         mode = "ISOLATION LEVEL REPEATABLE READ READ ONLY" if read_only else "ISOLATION LEVEL READ COMMITTED"
-        self._pending = (f"BEGIN {mode}; SET LOCAL statement_timeout = {int(self.statement_timeout_ms)}; "
-                         "SET LOCAL lock_timeout = '5s'; ")  # fmt: skip
+        self._pending = f"BEGIN {mode}; "
 
     def _take_pending(self) -> str:
         pending, self._pending = self._pending, ""

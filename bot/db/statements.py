@@ -56,6 +56,17 @@ def split_statements(sql: str) -> list[Statement]:
     return out
 
 
+def _setting_name(text: str) -> str:
+    """The setting a SET/RESET statement names, read with the tokenizer (comments, quotes, `=` handled)."""
+    toks = [t for t in _TOKENIZER().tokenize(text)][1:]
+    words = [t.text.strip('"').lower().replace(" ", "_") for t in toks]
+    if words[:1] == ["session_authorization"] or words[:2] == ["session", "authorization"]:
+        return "session_authorization"
+    while words and words[0] in {"local", "session"}:
+        words = words[1:]
+    return words[0] if words else ""
+
+
 def _check_statement(stmt: Statement) -> None:
     words = stmt.text.split(None, 3)
     second = words[1].upper() if len(words) > 1 else ""
@@ -66,15 +77,8 @@ def _check_statement(stmt: Statement) -> None:
             error_class="forbidden_statement",
         )
     if stmt.lead in {"SET", "RESET"}:
-        target = (
-            (words[2] if second in {"LOCAL", "SESSION"} and len(words) > 2 else second).lower().strip(";")
-        )
-        if (
-            target in _GUARDED_SETTINGS
-            or target == "all"
-            or second == "SESSION"
-            and target == "authorization"
-        ):
+        target = _setting_name(stmt.text)
+        if target in _GUARDED_SETTINGS or target == "all":
             raise UnsafeSQL(
                 f"{stmt.lead} {target} is not allowed in a prediction", error_class="forbidden_statement"
             )

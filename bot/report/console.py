@@ -42,8 +42,9 @@ def problem_lines(run: RunResult, limit: int = 15) -> str:
 class Progress:
     """A tqdm bar on a terminal; plain progress lines in CI or when stderr is not a terminal."""
 
-    def __init__(self, total: int, *, stream: TextIO = sys.stderr, enabled: bool = True) -> None:
+    def __init__(self, total: int, *, stream: TextIO | None = None, enabled: bool = True) -> None:
         self.total = total
+        stream = stream if stream is not None else sys.stderr
         self.stream = stream
         self.enabled = enabled
         self.counts = {"passed": 0, "failed": 0, "invalid": 0, "errored": 0}

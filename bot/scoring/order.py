@@ -27,7 +27,10 @@ NO_ORDER = OrderInfo(ordered=False)
 def _int_literal(node: exp.Expression | None) -> int | None:
     if node is None:
         return None
-    value = node.args.get("expression") if isinstance(node, exp.Limit | exp.Offset) else node
+    if isinstance(node, exp.Fetch):  # FETCH FIRST n ROWS ONLY
+        value = node.args.get("count")
+    else:
+        value = node.args.get("expression") if isinstance(node, exp.Limit | exp.Offset) else node
     if isinstance(value, exp.Literal) and value.is_int:
         return int(value.this)
     return None

@@ -14,10 +14,11 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+from bot.cases.model import PRESET_NAMES
 from bot.results import ResultSet
 from bot.scoring.values import normalize_value, sort_key
 
-PRESETS = ("sqlcanary", "bird", "critic", "test_suite", "defog", "defog_exact", "spider2")
+PRESETS = PRESET_NAMES
 
 
 class EvaluatorError(Exception):
