@@ -16,6 +16,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -81,15 +82,8 @@ class CommandAgent:
                 stderr=stderr,
                 duration_s=time.perf_counter() - started,
             )
-        ans = parse_reply_text(out, source="the agent")
-        return Answer(
-            sql=ans.sql,
-            error=ans.error,
-            error_class=ans.error_class,
-            used=ans.used,
-            stderr=stderr,
-            duration_s=time.perf_counter() - started,
-        )
+        return replace(parse_reply_text(out, source="the agent"), stderr=stderr,
+                       duration_s=time.perf_counter() - started)  # fmt: skip
 
     def close(self) -> None:
         pass
@@ -191,15 +185,8 @@ class PersistentCommandAgent:
                 error_class="agent_crashed",
                 stderr=stderr,
             )
-        ans = parse_reply_text(line, source="the agent")
-        return Answer(
-            sql=ans.sql,
-            error=ans.error,
-            error_class=ans.error_class,
-            used=ans.used,
-            stderr=stderr,
-            duration_s=time.perf_counter() - started,
-        )
+        return replace(parse_reply_text(line, source="the agent"), stderr=stderr,
+                       duration_s=time.perf_counter() - started)  # fmt: skip
 
     def close(self) -> None:
         for lp in self._all:
@@ -280,10 +267,7 @@ class PythonAgent:
                 stderr=box["trace"],
                 duration_s=took,
             )
-        ans = answer_from_reply(box.get("reply"), source="the agent")
-        return Answer(
-            sql=ans.sql, error=ans.error, error_class=ans.error_class, used=ans.used, duration_s=took
-        )
+        return replace(answer_from_reply(box.get("reply"), source="the agent"), duration_s=took)
 
     def close(self) -> None:
         pass

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import itertools
-import re
+
+from bot.cases.sqltext import skip_quoted
 
 
 def _split_top_level(text: str) -> list[str]:
@@ -27,31 +28,9 @@ def _find_groups(sql: str) -> list[tuple[int, int]]:
     spans, i, n = [], 0, len(sql)
     while i < n:
         ch = sql[i]
-        dollar = re.match(r"\$([A-Za-z_][A-Za-z0-9_]*)?\$", sql[i:]) if ch == "$" else None
-        if dollar and (i == 0 or not (sql[i - 1].isalnum() or sql[i - 1] == "_")):
-            end = sql.find(dollar.group(0), i + len(dollar.group(0)))
-            i = n if end < 0 else end + len(dollar.group(0))
-        elif ch in ("e", "E") and sql.startswith("'", i + 1) and (i == 0 or not sql[i - 1].isalnum()):
-            j = i + 2
-            while j < n and sql[j] != "'":
-                j += 2 if sql[j] == "\\" else 1
-            i = j + 1
-        elif ch in ("'", '"'):
-            j = i + 1
-            while j < n:
-                if sql[j] == ch:
-                    if j + 1 < n and sql[j + 1] == ch:
-                        j += 2
-                        continue
-                    break
-                j += 1
-            i = j + 1
-        elif sql.startswith("--", i):
-            j = sql.find("\n", i)
-            i = n if j < 0 else j
-        elif sql.startswith("/*", i):
-            j = sql.find("*/", i + 2)
-            i = n if j < 0 else j + 2
+        skipped = skip_quoted(sql, i)
+        if skipped is not None:
+            i = skipped
         elif ch == "{":
             j = sql.find("}", i)
             if j < 0:

@@ -12,7 +12,15 @@ Category = Literal["query", "personalization", "management", "efficiency"]
 CATEGORIES: tuple[str, ...] = ("query", "personalization", "management", "efficiency")
 READ_ONLY_CATEGORIES = frozenset({"query", "personalization"})
 # The comparison presets (bot/scoring/presets.py implements them): sqlcanary's rules, then public evaluators.
-PRESET_NAMES: tuple[str, ...] = ("sqlcanary", "bird", "critic", "test_suite", "defog", "defog_exact", "spider2")
+PRESET_NAMES: tuple[str, ...] = (
+    "sqlcanary",
+    "bird",
+    "critic",
+    "test_suite",
+    "defog",
+    "defog_exact",
+    "spider2",
+)
 
 
 def check_preset(value: str | None) -> str | None:

@@ -102,38 +102,29 @@ def parse_model(draft: Draft, path: str, text: str, model: type[M]) -> tuple[M, 
         return None
 
 
-def _read_metric(draft: Draft, path: str, text: str) -> None:
-    parsed = parse_model(draft, path, text, Metric)
+def _read_named(draft: Draft, path: str, text: str, model: type[M], registry: dict, kind: str) -> None:
+    """A metric or recipe file: validated, registered by name (a second one of that name is a problem)."""
+    parsed = parse_model(draft, path, text, model)
     if parsed is None:
         return
-    metric, doc = parsed
-    if metric.name in draft.metrics:
-        first = draft.metrics[metric.name][1]
+    item, doc = parsed
+    name = item.name  # type: ignore[attr-defined]
+    if name in registry:
+        first = registry[name][1]
         draft.problem(
-            path,
-            doc.line_of("name"),
-            f"duplicate metric name {metric.name!r} (first in {draft.shown(first)})",
+            path, doc.line_of("name"), f"duplicate {kind} name {name!r} (first in {draft.shown(first)})"
         )
         return
-    draft.metrics[metric.name] = (metric, path, doc)
-    draft.span(f"metric:{metric.name}", path, 1, len(text.splitlines()))
+    registry[name] = (item, path, doc)
+    draft.span(f"{kind}:{name}", path, 1, len(text.splitlines()))
+
+
+def _read_metric(draft: Draft, path: str, text: str) -> None:
+    _read_named(draft, path, text, Metric, draft.metrics, "metric")
 
 
 def _read_recipe(draft: Draft, path: str, text: str) -> None:
-    parsed = parse_model(draft, path, text, Recipe)
-    if parsed is None:
-        return
-    recipe, doc = parsed
-    if recipe.name in draft.recipes:
-        first = draft.recipes[recipe.name][1]
-        draft.problem(
-            path,
-            doc.line_of("name"),
-            f"duplicate recipe name {recipe.name!r} (first in {draft.shown(first)})",
-        )
-        return
-    draft.recipes[recipe.name] = (recipe, path, doc)
-    draft.span(f"recipe:{recipe.name}", path, 1, len(text.splitlines()))
+    _read_named(draft, path, text, Recipe, draft.recipes, "recipe")
 
 
 def _span_list(draft: Draft, path: str, doc: SpanDict, key: str, kind: str, names: list[str]) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from bot.cases.loader import check_sql_parses, load_suite
+from bot.cases.sqltext import skip_quoted
 from bot.errors import CaseFileError
 
 IMPORT_MARKER = ".sqlcanary-import.json"
@@ -79,30 +80,10 @@ def split_statements(sql: str) -> list[str]:
 
 def _skip_token(sql: str, i: int) -> tuple[int, bool]:
     """The index after the token at `i`, and whether that token was a `;`."""
-    ch, n = sql[i], len(sql)
-    if ch in ("'", '"'):
-        j = i + 1
-        while j < n:
-            if sql[j] == ch:
-                if j + 1 < n and sql[j + 1] == ch:
-                    j += 2
-                    continue
-                break
-            j += 1
-        return j + 1, False
-    if sql.startswith("--", i):
-        j = sql.find("\n", i)
-        return (n if j < 0 else j), False
-    if sql.startswith("/*", i):
-        j = sql.find("*/", i + 2)
-        return (n if j < 0 else j + 2), False
-    if ch == "$":
-        j = sql.find("$", i + 1)
-        tag = sql[i : j + 1] if j > 0 else ""
-        if tag and (tag == "$$" or tag[1:-1].replace("_", "a").isalnum()) and not tag[1].isdigit():
-            k = sql.find(tag, j + 1)
-            return (n if k < 0 else k + len(tag)), False
-    return i + 1, ch == ";"
+    skipped = skip_quoted(sql, i)
+    if skipped is not None:
+        return skipped, False
+    return i + 1, sql[i] == ";"
 
 
 def join_statements(statements: list[str]) -> str:
