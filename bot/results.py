@@ -57,7 +57,19 @@ class Prediction(_Frozen):
     duration_s: float | None = None
 
 
+class Attempt(_Frozen):
+    """One of K answers to a case (`--repeat K`): enough to tell a flaky agent from a broken one."""
+
+    status: Status
+    sql: str | None = None
+    reason: str = ""
+    error_class: str | None = None
+
+
 class CaseResult(_Frozen):
+    """One case's outcome. With `--repeat K`, `attempts` holds every answer; `status` is then the majority
+    outcome (ties go to the worse one) and `passes` counts the attempts that passed."""
+
     id: str
     status: Status
     category: str
@@ -71,6 +83,21 @@ class CaseResult(_Frozen):
     error_class: str | None = None
     timings: dict[str, float] = Field(default_factory=dict)
     source: str | None = None
+    attempts: tuple[Attempt, ...] = ()
+    # Fingerprint of what produced the answer: agent config + the KB files it reads + the case (for caching).
+    answer_key: str | None = None
+
+    @property
+    def passes(self) -> int:
+        return (
+            sum(a.status == "passed" for a in self.attempts)
+            if self.attempts
+            else int(self.status == "passed")
+        )
+
+    @property
+    def repeats(self) -> int:
+        return len(self.attempts) or 1
 
 
 class Counts(_Frozen):
@@ -108,6 +135,12 @@ class RunMeta(_Frozen):
     jobs: int = 1
     filters: dict[str, Any] = Field(default_factory=dict)
     complete: bool = True
+    repeats: int = 1
+    shard: str | None = None  # "I/N" when this run holds one shard of the suite
+    agent_fingerprint: str = ""
+    kb_fingerprint: str = ""
+    agent_calls: int = 0  # answers the agent was asked for in this run
+    cache_hits: int = 0  # answers taken from the answer cache instead
 
 
 class RunResult(_Frozen):
