@@ -170,12 +170,11 @@ def _compare_alternatives(
 
 
 def evaluate_query(case: Case, pred_sql: str, session: Session, *, options: CompareOptions) -> Evaluation:
+    refused: UnsafeSQL | None = None
     try:
         pred_text = _query_text(pred_sql)
     except UnsafeSQL as exc:
         pred_text, refused = "", exc
-    else:
-        refused = None
     session.begin(read_only=True)
     try:
         if refused is not None:

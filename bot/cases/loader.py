@@ -9,7 +9,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import sqlglot
 from pydantic import ValidationError
@@ -19,6 +19,7 @@ from bot.cases.choices import expand_column_choices
 from bot.cases.model import (
     READ_ONLY_CATEGORIES,
     Case,
+    Category,
     Check,
     CompareOptions,
     Efficiency,
@@ -109,7 +110,7 @@ def _build_case(
     gold_line = line_of(gold_key)
     gold_raw = _strings(raw.get(gold_key), what=gold_key, path=path, line=gold_line)
     merged = {**defaults, **{k: v for k, v in raw.items() if k not in (gold_key,)}}
-    category = merged.get("category") or "query"
+    category = cast(Category, merged.get("category") or "query")  # the Case model validates it
     gold: list[str] = []
     for i, alt in enumerate(gold_raw):
         alt_line = raw[gold_key].line_of(i) if isinstance(raw.get(gold_key), LineList) else gold_line

@@ -52,7 +52,10 @@ def _connect_admin(dsn: str, *, attempts: int = 1, delay: float = 1.0) -> Server
                 with conn.cursor() as cur:
                     cur.execute("SELECT current_setting('server_version'), current_setting('server_version_num')::int,"
                                 " rolsuper FROM pg_roles WHERE rolname = current_user")  # fmt: skip
-                    version, num, is_super = cur.fetchone()
+                    row = cur.fetchone()
+                    if row is None:
+                        raise DatabaseError(f"the role in {redact(dsn)} is not in pg_roles")
+                    version, num, is_super = row
             finally:
                 conn.close()
             if not is_super:

@@ -32,7 +32,7 @@ class OutOfRange(str):
 
 
 def _safe_caster(base: Any, name: str) -> Any:
-    def cast(value: str | None, cur: Any) -> Any:
+    def cast(value: Any, cur: Any) -> Any:
         try:
             return base(value, cur)
         except (ValueError, OverflowError):
@@ -164,7 +164,8 @@ class Session:
                     "quote_ident(sequencename), coalesce(last_value, start_value), CASE WHEN last_value IS NULL THEN 'false' ELSE 'true' END), ', '), '')"
                     " FROM pg_sequences WHERE schemaname NOT IN ('pg_catalog', 'information_schema')"
                 )
-                seqs = cur.fetchone()[0]
+                row = cur.fetchone()
+                seqs = row[0] if row else ""
         except psycopg2.OperationalError as exc:
             raise ConnectionLost(f"cannot connect to the working database: {_first_line(exc)}") from exc
         self._conn = conn
@@ -291,8 +292,9 @@ class Session:
                 else:
                     cur.execute(f"{prefix}DECLARE {name} NO SCROLL CURSOR FOR {sql}\n; {fetch}")
                 rows = cur.fetchall()
-                cols = tuple(d.name for d in cur.description)
-                oids = tuple(d.type_code for d in cur.description)
+                description = cur.description or ()
+                cols = tuple(d.name for d in description)
+                oids = tuple(d.type_code for d in description)
             truncated = len(rows) > self.row_cap
             return ResultSet(columns=cols, type_oids=oids, rows=rows[: self.row_cap], truncated=truncated)
 
@@ -331,7 +333,8 @@ class Session:
                     cur.execute(f"{prefix}SELECT _sqlcanary.explain(%s)", (sql,))
                 else:
                     cur.execute(f"{prefix}EXPLAIN (FORMAT JSON) {sql}")
-                holder.append(cur.fetchone()[0])
+                row = cur.fetchone()
+                holder.append(row[0] if row else None)
 
         out = self._guarded(go, untrusted=untrusted)
         if not out.ok:

@@ -17,7 +17,7 @@ def _rate(c: Counts) -> str:
 
 
 def summary_table(run: RunResult) -> str:
-    rows = [("all", run.summary)]
+    rows: list[tuple[str, Counts]] = [("all", run.summary)]
     rows += [(f"category {k}", v) for k, v in run.summary.by_category.items()]
     rows += [(f"tag {k}", v) for k, v in run.summary.by_tag.items()]
     width = max(len(name) for name, _ in rows)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
@@ -36,7 +37,7 @@ def _int_literal(node: exp.Expression | None) -> int | None:
     return None
 
 
-def _unwrap(tree: exp.Expression | None) -> exp.Expression | None:
+def _unwrap(tree: Any) -> Any:
     """`(SELECT ... ORDER BY x)` orders its rows like the query inside the parentheses."""
     while (
         isinstance(tree, exp.Paren | exp.Subquery)
