@@ -171,6 +171,15 @@ def summarize(cases: list[CaseResult] | tuple[CaseResult, ...]) -> Summary:
     )
 
 
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _current_umask()
+
+
 def write_json_atomic(path: str | Path, payload: str) -> None:
     """Write a file so that a reader never sees half of it (temp file in the same folder, then rename)."""
     target = Path(path)
@@ -179,6 +188,7 @@ def write_json_atomic(path: str | Path, payload: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(payload)
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes it 0600; results are artifacts others read
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -1,0 +1,140 @@
+"""`sqlcanary compare BASE.json HEAD.json`: which cases a change broke or fixed, and does the gate pass.
+
+`add_gate_arguments` and `gate_from_args` are shared with `sqlcanary check`, so both read the same flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from pydantic import ValidationError
+
+from bot.compare import TRANSITIONS, CaseChange, Comparison, GateSettings, compare_runs
+from bot.errors import EXIT_BAD_INPUT, EXIT_GATE, EXIT_OK, ConfigError
+from bot.results import read_run, write_json_atomic
+
+_EXIT = {"pass": EXIT_OK, "regressions": EXIT_GATE, "incomparable": EXIT_BAD_INPUT}
+_LISTED = 20  # regressed / fixed / flaky ids printed before "... and N more"
+_REASON = 160  # characters of a case's reason in the text summary (the JSON keeps all of it)
+_GATE_FLAGS = ("max_regressions", "min_pass_rate", "max_pass_rate_drop", "alpha", "min_regression_count")
+
+
+def fraction(text: str) -> float:
+    """A rate on the command line: `0.9` or `90%`."""
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a rate: {text!r} (use 0.9 or 90%)") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"a rate is between 0 and 1 (0% and 100%), got {text!r}")
+    return value
+
+
+def add_gate_arguments(p: argparse.ArgumentParser) -> None:
+    """The quality-gate flags; unset ones keep the config's (or GateSettings') value."""
+    g = p.add_argument_group("quality gate")
+    g.add_argument("--max-regressions", type=int, metavar="N", help="regressed cases allowed (default 0)")
+    g.add_argument(
+        "--min-pass-rate", type=fraction, metavar="X", help="fail below this head pass rate (0.9 or 90%%)"
+    )
+    g.add_argument(
+        "--max-pass-rate-drop",
+        type=fraction,
+        metavar="X",
+        help="fail when the pass rate drops more than this",
+    )
+    g.add_argument(
+        "--alpha", type=float, metavar="A", help="significance level for regressions of repeated runs (0.05)"
+    )
+    g.add_argument(
+        "--min-regression-count",
+        type=int,
+        metavar="N",
+        help="repeated runs: attempts that must move before a regression is called (default 1)",
+    )
+
+
+def gate_from_args(args: argparse.Namespace, defaults: GateSettings | None = None) -> GateSettings:
+    """`defaults` (e.g. the config's `gate:`) overridden by the flags the user gave."""
+    given = {k: getattr(args, k) for k in _GATE_FLAGS if getattr(args, k, None) is not None}
+    base = (defaults or GateSettings()).model_dump()
+    try:
+        return GateSettings(**{**base, **given})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        flag = "--" + str(err["loc"][0]).replace("_", "-") if err["loc"] else "gate"
+        raise ConfigError(f"{flag}: {err['msg']}") from exc
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("base", help="the base RunResult JSON (e.g. the target branch's run)")
+    p.add_argument("head", help="the head RunResult JSON (the change under review)")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="compare even when evaluator version, preset or fixtures differ (the reasons become warnings)",
+    )
+    p.add_argument("--out", help="write the Comparison JSON here")
+    add_gate_arguments(p)
+
+
+def main(args: argparse.Namespace) -> int:
+    gate = gate_from_args(args)
+    base, head = read_run(args.base), read_run(args.head)
+    comparison = compare_runs(base, head, gate=gate, force=args.force)
+    print(render_summary(comparison))
+    if args.out:
+        write_json_atomic(args.out, comparison.model_dump_json(indent=2) + "\n")
+        print(f"\ncomparison written to {args.out}")
+    return _EXIT[comparison.verdict]
+
+
+def _pct(rate: float | None) -> str:
+    return "n/a" if rate is None else f"{rate:.1%}"
+
+
+def _points(delta: float | None) -> str:
+    return "" if delta is None else f" ({delta * 100:+.1f} points)"
+
+
+def _case_line(change: CaseChange) -> str:
+    line = f"  {change.id}"
+    if max(change.base_repeats, change.head_repeats) > 1:
+        line += f" [{change.base_passes}/{change.base_repeats} → {change.head_passes}/{change.head_repeats}"
+        line += f", p={change.p_value:.3g}]" if change.p_value is not None else "]"
+    reason = change.reason if len(change.reason) <= _REASON else change.reason[: _REASON - 1] + "…"
+    return f"{line}: {reason}" if reason else line
+
+
+def _section(title: str, changes: list[CaseChange]) -> list[str]:
+    if not changes:
+        return []
+    lines = [f"\n{title} ({len(changes)}):", *(_case_line(c) for c in changes[:_LISTED])]
+    if len(changes) > _LISTED:
+        lines.append(f"  ... and {len(changes) - _LISTED} more")
+    return lines
+
+
+def render_summary(comparison: Comparison) -> str:
+    """A compact text summary: verdict, pass rates, counts per transition, regressed / fixed / flaky ids."""
+    c, o = comparison, comparison.overall
+    forced = " (forced)" if c.forced else ""
+    lines = [
+        f"sqlcanary compare: {c.verdict.upper()}{forced}",
+        f"pass rate {_pct(o.base_rate)} → {_pct(o.head_rate)}{_points(o.delta)}; "
+        f"{o.base.total} → {o.head.total} case(s)",
+        "  ".join(f"{t.replace('_', ' ')} {c.counts[t]}" for t in TRANSITIONS if c.counts.get(t))
+        or "no cases",
+    ]
+    lines += _section("regressed", c.of("regressed"))
+    lines += _section("fixed", c.of("fixed"))
+    lines += _section("flaky (labelled, not failed)", c.of("flaky"))
+    if c.reasons:
+        label = "not comparable" if c.verdict == "incomparable" else "gate failed"
+        lines += [f"\n{label}:", *(f"  - {r}" for r in c.reasons)]
+    if c.verdict == "incomparable":
+        lines.append("  (--force compares them anyway)")
+    if c.warnings:
+        lines += ["\nwarnings:", *(f"  - {w}" for w in c.warnings)]
+    return "\n".join(lines)

@@ -1,0 +1,461 @@
+"""compare_runs and `sqlcanary compare` on saved RunResults (tests/fixtures/runs/, built by make_runs.py there)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from fractions import Fraction
+from math import comb
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main as cli_main
+from bot.commands.compare import add_gate_arguments, fraction, gate_from_args
+from bot.compare import (
+    TRANSITIONS,
+    CaseChange,
+    Comparison,
+    GateSettings,
+    classify_case,
+    compare_runs,
+    gate_reasons,
+    rate_delta,
+)
+from bot.errors import ConfigError, ResultFileError
+from bot.results import Counts, read_run
+from bot.stats import binomial_tail, discordant_pairs, mcnemar_one_sided, mcnemar_two_sided
+
+RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
+
+
+def load(name: str):
+    return read_run(RUNS / f"{name}.json")
+
+
+def cmp(base: str, head: str, **kw) -> Comparison:
+    return compare_runs(load(base), load(head), **kw)
+
+
+def by_id(comparison: Comparison) -> dict[str, CaseChange]:
+    return {c.id: c for c in comparison.cases}
+
+
+def test_fixture_files_match_their_builder():
+    spec = importlib.util.spec_from_file_location("make_runs", RUNS / "make_runs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for name, text in module.file_texts().items():
+        on_disk = (RUNS / name).read_text(encoding="utf-8")
+        assert on_disk == text, f"{name} is stale: run python tests/fixtures/runs/make_runs.py"
+
+
+# --- stats -------------------------------------------------------------------------------------------------------
+
+
+def _brute_tail(k: int, n: int, p: Fraction) -> Fraction:
+    return sum((comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1)), Fraction(0))
+
+
+@pytest.mark.parametrize("n", range(0, 13))
+def test_binomial_tail_equals_the_exact_sum(n):
+    for k in range(-1, n + 2):
+        assert binomial_tail(k, n) == pytest.approx(
+            float(_brute_tail(max(k, 0), n, Fraction(1, 2))), abs=1e-15
+        )
+        assert binomial_tail(k, n, 0.3) == pytest.approx(float(_brute_tail(max(k, 0), n, Fraction(3, 10))))
+
+
+def test_mcnemar_known_values():
+    assert mcnemar_one_sided(0, 0) == 1.0  # nothing moved: no evidence
+    assert mcnemar_one_sided(1, 0) == 0.5
+    assert mcnemar_one_sided(3, 0) == 0.125
+    assert mcnemar_one_sided(7, 0) == 1 / 128
+    assert mcnemar_one_sided(8, 1) == 10 / 512
+    assert mcnemar_one_sided(0, 5) == 1.0
+    assert mcnemar_two_sided(7, 0) == mcnemar_two_sided(0, 7) == 2 / 128
+    assert mcnemar_two_sided(2, 2) == 1.0
+    with pytest.raises(ValueError):
+        mcnemar_one_sided(-1, 2)
+
+
+def test_discordant_pairs_pair_by_position():
+    assert discordant_pairs([True, True, False], [True, False, True]) == (1, 1)
+    assert discordant_pairs([True] * 3, [False] * 3) == (3, 0)
+    assert discordant_pairs([True], [False, False, False]) == (1, 0)  # the extra attempts stay unpaired
+
+
+# --- transitions at K=1 ------------------------------------------------------------------------------------------
+
+K1_EXPECTED = {
+    "still-pass": "still_passing",
+    "regressed": "regressed",
+    "fixed": "fixed",
+    "still-fail": "still_failing",
+    "error-changed": "error_changed",
+    "still-errored": "still_failing",
+    "became-invalid": "became_invalid",
+    "became-valid": "became_valid",
+    "still-invalid": "still_failing",
+    "removed": "removed",
+    "new": "new",
+}
+
+
+def test_every_transition_kind_at_k1():
+    c = cmp("k1_base", "k1_head")
+    assert {i: ch.transition for i, ch in by_id(c).items()} == K1_EXPECTED
+    assert c.counts == {t: list(K1_EXPECTED.values()).count(t) for t in TRANSITIONS}
+    assert all(ch.p_value is None and not ch.flaky for ch in c.cases)
+
+
+def test_cases_are_ordered_by_transition_then_id():
+    ids = [ch.id for ch in cmp("k1_base", "k1_head").cases]
+    assert ids == [
+        "regressed", "fixed", "became-invalid", "error-changed", "new", "removed", "became-valid",
+        "still-errored", "still-fail", "still-invalid", "still-pass",
+    ]  # fmt: skip
+
+
+def test_case_change_fields_come_from_the_case_results():
+    changes = by_id(cmp("k1_base", "k1_head"))
+    reg = changes["regressed"]
+    assert (reg.base_status, reg.head_status) == ("passed", "failed")
+    assert reg.reason.startswith("1 gold row(s) not matched")
+    assert reg.structural == "filters differ: gold has `traffic.tz_type = 'local'`, prediction has none"
+    assert reg.tags == ("traffic", "hard") and reg.category == "query"
+    assert reg.question == "question of regressed" and reg.source == "cases/query.yml:1"
+    assert "failed" in reg.head_sql and "passed" in reg.base_sql
+    assert (reg.base_passes, reg.base_repeats, reg.head_passes, reg.head_repeats) == (1, 1, 0, 1)
+    fixed = changes["fixed"]
+    assert fixed.reason.startswith("base: ")  # a fix shows what was wrong before
+    assert fixed.structural == ""  # the head passed: no structural diff to show
+    err = changes["error-changed"]
+    assert (err.base_error_class, err.head_error_class) == (None, "agent_timeout")
+    assert err.reason == "agent: timed out"
+    assert changes["new"].base_status is None and changes["new"].base_repeats == 0
+    assert changes["removed"].head_status is None and changes["removed"].head_sql is None
+    assert changes["became-invalid"].reason == "gold: syntax error"
+
+
+def test_classify_case_needs_a_side():
+    with pytest.raises(ValueError):
+        classify_case(None, None)
+
+
+def test_a_run_holding_a_case_twice_is_refused():
+    base = load("k1_base")
+    doubled = base.model_copy(update={"cases": base.cases + base.cases[:1]})
+    with pytest.raises(ResultFileError, match="twice"):
+        compare_runs(doubled, load("k1_head"))
+
+
+# --- repeats and McNemar -----------------------------------------------------------------------------------------
+
+
+def test_flaky_right_on_two_of_three_is_flaky_not_a_regression():
+    c = cmp("k3_base", "k3_head")
+    changes = by_id(c)
+    assert changes["flaky-2of3"].transition == "flaky"
+    assert changes["flaky-2of3"].flaky and changes["flaky-2of3"].p_value == 0.5
+    assert (changes["flaky-2of3"].head_passes, changes["flaky-2of3"].head_repeats) == (2, 3)
+    assert changes["flaky-both"].transition == "flaky"
+    assert changes["flaky-up"].transition == "flaky"  # 0/3 -> 1/3 is not a fix either
+    assert changes["flaky-2of3"].reason.startswith("attempt 2:")  # the failing attempt says what went wrong
+    assert c.verdict == "regressions"  # because of break-k3 only
+    assert [ch.id for ch in c.of("regressed")] == ["break-k3"]
+
+
+def test_deterministic_break_is_a_regression_at_k1_and_k3():
+    assert by_id(cmp("k1_base", "k1_head"))["regressed"].transition == "regressed"
+    k3 = by_id(cmp("k3_base", "k3_head"))
+    assert k3["break-k3"].transition == "regressed"
+    assert k3["break-k3"].p_value == 0.125 and not k3["break-k3"].flaky
+    assert k3["fix-k3"].transition == "fixed"
+    assert k3["steady-k3"].transition == "still_passing" and not k3["steady-k3"].flaky
+
+
+def test_k10_nine_to_two_is_a_significant_regression():
+    c = by_id(cmp("k10_base", "k10_head"))
+    drop = c["drop-9-to-2"]
+    assert drop.transition == "regressed" and drop.flaky
+    assert drop.p_value == pytest.approx(1 / 128) and drop.p_value < 0.05
+    assert (drop.base_passes, drop.head_passes, drop.head_repeats) == (9, 2, 10)
+    assert c["wobble-9-to-7"].transition == "flaky" and c["wobble-9-to-7"].p_value == 0.25
+    assert c["rise-2-to-9"].transition == "fixed" and c["rise-2-to-9"].p_value == pytest.approx(1 / 128)
+
+
+def test_alpha_and_min_regression_count_decide_repeated_cases():
+    loose = by_id(cmp("k3_base", "k3_head", gate=GateSettings(alpha=0.6)))
+    assert loose["flaky-2of3"].transition == "regressed"  # p = 0.5 < 0.6, one attempt moved
+    assert loose["flaky-up"].transition == "fixed"  # the mirror
+    assert loose["flaky-both"].transition == "flaky"  # b - c = 0
+    counted = by_id(cmp("k3_base", "k3_head", gate=GateSettings(alpha=0.6, min_regression_count=2)))
+    assert counted["flaky-2of3"].transition == "flaky"
+    strict = by_id(cmp("k10_base", "k10_head", gate=GateSettings(alpha=0.005)))
+    assert strict["drop-9-to-2"].transition == "flaky"  # p = 0.0078 is not below 0.005
+    many = by_id(cmp("k10_base", "k10_head", gate=GateSettings(min_regression_count=8)))
+    assert many["drop-9-to-2"].transition == "flaky"  # only 7 attempts moved
+
+
+def test_flaky_cases_never_fail_the_gate():
+    base, head = load("k3_base"), load("k3_head")
+    keep = {"flaky-2of3", "flaky-both", "flaky-up", "steady-k3"}
+    only_flaky = compare_runs(
+        base.model_copy(update={"cases": tuple(c for c in base.cases if c.id in keep)}),
+        head.model_copy(update={"cases": tuple(c for c in head.cases if c.id in keep)}),
+    )
+    assert only_flaky.verdict == "pass" and only_flaky.counts["flaky"] == 3
+
+
+def test_different_repeat_counts_pair_the_common_attempts_and_warn():
+    k3 = load("k3_base")
+    once = k3.model_copy(update={"meta": k3.meta.model_copy(update={"repeats": 1})})
+    c = compare_runs(once, load("k3_head"))
+    assert c.warnings == (
+        "base repeated each case 1 time(s), head 3: only the first 1 attempt(s) are paired",
+    )
+
+
+# --- pass-rate deltas --------------------------------------------------------------------------------------------
+
+
+def test_overall_tag_and_category_deltas():
+    c = cmp("k1_base", "k1_head")
+    assert (c.overall.base_rate, c.overall.head_rate) == (0.5, 0.375)
+    assert c.overall.delta == pytest.approx(-0.125)
+    assert c.overall.base.invalid == 2 and c.overall.head.total == 10
+    traffic = c.by_tag["traffic"]
+    assert (traffic.base_rate, traffic.head_rate, traffic.delta) == (1.0, 0.5, -0.5)
+    assert c.by_tag["commerce"].delta == 0.5
+    assert c.by_tag["legacy"].head_rate is None and c.by_tag["legacy"].delta is None  # only in base
+    assert c.by_tag["fresh"].base.total == 0 and c.by_tag["fresh"].head_rate == 0.0  # only in head
+    assert c.by_category["efficiency"].head_rate is None  # its only case became invalid
+    assert c.by_category["management"].base_rate == 0.0
+    assert set(c.by_category) == {"query", "personalization", "management", "efficiency"}
+    assert list(c.by_tag) == sorted(c.by_tag)
+
+
+# --- gate rules --------------------------------------------------------------------------------------------------
+
+
+def test_gate_max_regressions():
+    c = cmp("k1_base", "k1_head")
+    assert c.verdict == "regressions"
+    assert c.reasons == ("1 case(s) regressed, more than the 0 allowed: regressed",)
+    assert cmp("k1_base", "k1_head", gate=GateSettings(max_regressions=1)).verdict == "pass"
+
+
+@pytest.mark.parametrize(("floor", "verdict"), [(0.4, "regressions"), (0.375, "pass"), (0.3, "pass")])
+def test_gate_min_pass_rate(floor, verdict):
+    c = cmp("k1_base", "k1_head", gate=GateSettings(max_regressions=5, min_pass_rate=floor))
+    assert c.verdict == verdict
+    if verdict == "regressions":
+        assert c.reasons == ("head pass rate 37.5% is below the minimum 40.0%",)
+
+
+@pytest.mark.parametrize(("drop", "verdict"), [(0.1, "regressions"), (0.125, "pass"), (0.2, "pass")])
+def test_gate_max_pass_rate_drop(drop, verdict):
+    c = cmp("k1_base", "k1_head", gate=GateSettings(max_regressions=5, max_pass_rate_drop=drop))
+    assert c.verdict == verdict
+    if verdict == "regressions":
+        assert c.reasons == ("pass rate dropped 12.5 points (50.0% → 37.5%), more than the 10.0 allowed",)
+
+
+def test_gate_rates_are_not_fooled_by_float_rounding():
+    overall = rate_delta(Counts(total=10, passed=8), Counts(total=10, passed=7))
+    assert overall.base_rate - overall.head_rate > 0.1  # 0.10000000000000009 in floating point
+    assert gate_reasons([], overall, GateSettings(max_pass_rate_drop=0.1)) == []
+    assert gate_reasons([], overall, GateSettings(min_pass_rate=0.7)) == []
+    assert len(gate_reasons([], overall, GateSettings(max_pass_rate_drop=0.09, min_pass_rate=0.71))) == 2
+
+
+def test_gate_rules_add_up():
+    c = cmp("k1_base", "k1_head", gate=GateSettings(min_pass_rate=0.9, max_pass_rate_drop=0.01))
+    assert len(c.reasons) == 3 and c.gate.min_pass_rate == 0.9
+
+
+def test_gate_min_pass_rate_without_a_decidable_case():
+    head = load("k1_head")
+    invalid_only = head.model_copy(update={"cases": tuple(c for c in head.cases if c.status == "invalid")})
+    c = compare_runs(load("k1_base"), invalid_only, gate=GateSettings(max_regressions=99, min_pass_rate=0.5))
+    assert c.verdict == "regressions" and "no decidable case" in c.reasons[0]
+
+
+def test_same_run_passes():
+    c = cmp("k1_base", "k1_base", gate=GateSettings(min_pass_rate=0.5, max_pass_rate_drop=0))
+    assert c.verdict == "pass" and c.reasons == () and c.overall.delta == 0
+
+
+# --- incomparable ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("head", "words"),
+    [
+        ("k1_head_evaluator2", "evaluator version 1 in base, 2 in head"),
+        ("k1_head_preset_bird", "preset `sqlcanary` in base, `bird` in head"),
+        ("k1_head_fixture_changed", "database `shop`: fixture fingerprint f1x7u4e0000000aa in base, "
+                                    "f1x7u4e0000000bb in head"),
+    ],
+)  # fmt: skip
+def test_incomparable_runs_say_why_and_force_compares_anyway(head, words):
+    c = cmp("k1_base", head)
+    assert c.verdict == "incomparable" and not c.forced
+    assert len(c.reasons) == 1 and c.reasons[0].startswith(words)
+    assert c.cases  # the changes are still there to look at
+    forced = cmp("k1_base", head, force=True)
+    assert forced.forced and forced.verdict == "regressions"
+    assert forced.reasons == ("1 case(s) regressed, more than the 0 allowed: regressed",)
+    assert forced.warnings[0] == f"compared anyway (--force): {c.reasons[0]}"
+
+
+def test_incomparable_schema_version():
+    head = load("k1_head").model_copy(update={"schema_version": 2})
+    c = compare_runs(load("k1_base"), head)
+    assert c.verdict == "incomparable"
+    assert c.reasons[0].startswith("RunResult schema version 1 in base, 2 in head")
+
+
+def test_a_database_only_one_run_uses_is_not_a_reason():
+    head = load("k1_head")
+    head = head.model_copy(update={"meta": head.meta.model_copy(update={"fixtures": {"shop": "f1x7u4e0000000aa",
+                                                                                     "other": "x"}})})  # fmt: skip
+    assert compare_runs(load("k1_base"), head).verdict == "regressions"
+
+
+def test_force_without_differences_is_not_marked_forced():
+    c = cmp("k1_base", "k1_head", force=True)
+    assert not c.forced and c.warnings == ()
+
+
+def test_warnings_for_incomplete_sharded_and_other_server_runs():
+    base, head = load("k1_base"), load("k1_head")
+    meta = head.meta.model_copy(update={"complete": False, "shard": "1/3", "server_version": "17.2"})
+    c = compare_runs(base, head.model_copy(update={"meta": meta}))
+    assert c.verdict == "regressions"
+    assert c.warnings == (
+        "the head run is incomplete: cases it did not reach count as removed",
+        "base holds the whole suite, head shard 1/3: cases outside either count as new or removed",
+        "PostgreSQL 18.6 in base, 17.2 in head",
+    )
+
+
+# --- real engine output ------------------------------------------------------------------------------------------
+
+
+def test_real_shop_runs():
+    c = cmp("shop_base", "shop_head")
+    assert [ch.id for ch in c.of("regressed")] == [
+        "shop-items-sold-th-nov", "shop-mgmt-save-id-daily-dau", "shop-traffic-dau-id-nov",
+    ]  # fmt: skip
+    items = by_id(c)["shop-items-sold-th-nov"]
+    assert "gold 9953, prediction 1029" in items.reason
+    assert items.structural.startswith("joins differ")
+    assert items.source == "benchmarks/shop/cases/commerce.yml:209"
+    assert c.counts["still_passing"] == 2 and c.overall.head_rate == 0.4
+
+
+# --- the command -------------------------------------------------------------------------------------------------
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    code = cli_main(["compare", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_regressions_exit_1_and_name_the_cases(capsys, tmp_path):
+    out_file = tmp_path / "sub" / "comparison.json"
+    code, out, _ = run_cli(
+        capsys, str(RUNS / "k1_base.json"), str(RUNS / "k1_head.json"), "--out", str(out_file)
+    )
+    assert code == 1
+    assert out.splitlines()[0] == "sqlcanary compare: REGRESSIONS"
+    assert "pass rate 50.0% → 37.5% (-12.5 points)" in out
+    assert "regressed (1):\n  regressed: 1 gold row(s) not matched" in out
+    assert "fixed (1):\n  fixed: base: 1 gold row(s)" in out
+    assert "regressed 1  fixed 1  became invalid 1" in out
+    saved = Comparison.model_validate_json(out_file.read_text(encoding="utf-8"))
+    assert saved.verdict == "regressions" and saved.counts["regressed"] == 1
+
+
+def test_cli_pass_exit_0(capsys):
+    code, out, _ = run_cli(
+        capsys, str(RUNS / "k1_base.json"), str(RUNS / "k1_head.json"), "--max-regressions", "1"
+    )
+    assert code == 0 and out.startswith("sqlcanary compare: PASS")
+
+
+def test_cli_gate_flags(capsys):
+    base, head = str(RUNS / "k1_base.json"), str(RUNS / "k1_head.json")
+    code, out, _ = run_cli(capsys, base, head, "--max-regressions", "1", "--min-pass-rate", "40%")
+    assert code == 1 and "below the minimum 40.0%" in out
+    code, out, _ = run_cli(capsys, base, head, "--max-regressions", "1", "--max-pass-rate-drop", "0.1")
+    assert code == 1 and "dropped 12.5 points" in out
+
+
+def test_cli_repeats_show_pass_counts_and_p_values(capsys):
+    code, out, _ = run_cli(capsys, str(RUNS / "k10_base.json"), str(RUNS / "k10_head.json"))
+    assert code == 1
+    assert "  drop-9-to-2 [9/10 → 2/10, p=0.00781]: " in out
+    assert "flaky (labelled, not failed) (1):\n  wobble-9-to-7 [9/10 → 7/10, p=0.25]" in out
+
+
+def test_cli_incomparable_exit_2_and_force(capsys, tmp_path):
+    base, head = str(RUNS / "k1_base.json"), str(RUNS / "k1_head_preset_bird.json")
+    code, out, _ = run_cli(capsys, base, head, "--out", str(tmp_path / "c.json"))
+    assert code == 2
+    assert "INCOMPARABLE" in out and "preset `sqlcanary` in base, `bird` in head" in out and "--force" in out
+    assert json.loads((tmp_path / "c.json").read_text())["verdict"] == "incomparable"
+    code, out, _ = run_cli(capsys, base, head, "--force", "--max-regressions", "1")
+    assert code == 0 and "PASS (forced)" in out and "compared anyway (--force): preset" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["missing.json", "k1_head.json"], "no such file"),
+        (["k1_base.json", "k1_head_schema2.json"], "schema_version 2 is not 1"),
+        (["k1_base.json", "README.md"], "not JSON"),
+    ],
+)
+def test_cli_unreadable_files_exit_2(capsys, args, message):
+    code, _, err = run_cli(capsys, *(str(RUNS / a) for a in args))
+    assert code == 2 and message in err
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [["--min-pass-rate", "1.5"], ["--min-pass-rate", "lots"], ["--alpha", "0"], ["--max-regressions", "-1"]],
+)
+def test_cli_bad_gate_flags_exit_2(capsys, flags):
+    code, _, _ = run_cli(capsys, str(RUNS / "k1_base.json"), str(RUNS / "k1_head.json"), *flags)
+    assert code == 2
+
+
+# --- gate flags shared with `sqlcanary check` --------------------------------------------------------------------
+
+
+def _parse(*argv: str):
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_gate_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def test_gate_from_args_overrides_only_the_flags_given():
+    config_gate = GateSettings(max_regressions=3, alpha=0.01)
+    assert gate_from_args(_parse(), config_gate) == config_gate
+    gate = gate_from_args(_parse("--max-regressions", "0", "--max-pass-rate-drop", "5%"), config_gate)
+    assert gate == GateSettings(max_regressions=0, alpha=0.01, max_pass_rate_drop=0.05)
+    assert gate_from_args(_parse()) == GateSettings()
+    with pytest.raises(ConfigError, match="--alpha"):
+        gate_from_args(_parse("--alpha", "1.5"))
+
+
+def test_fraction_accepts_rates_and_percentages():
+    assert fraction("0.9") == 0.9 and fraction("90%") == pytest.approx(0.9) and fraction(" 100% ") == 1.0
+    with pytest.raises(Exception, match="between 0 and 1"):
+        fraction("120%")
