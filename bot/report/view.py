@@ -1,0 +1,260 @@
+"""What every report shows, computed once from a Comparison (base vs head) or a single RunResult, so the
+templates only lay it out. Pure: no I/O, no Jinja."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from bot.compare import TRANSITIONS, CaseChange, Comparison, RateDelta
+from bot.results import STATUSES, CaseResult, Counts, RunMeta, RunResult
+
+LABELS = {
+    "regressed": "Regressed",
+    "fixed": "Fixed",
+    "flaky": "Flaky",
+    "became_invalid": "Became invalid",
+    "became_valid": "Became valid",
+    "error_changed": "Error changed",
+    "new": "New",
+    "removed": "Removed",
+    "still_failing": "Still failing",
+    "still_passing": "Still passing",
+    "passed": "Passed",
+    "failed": "Failed",
+    "errored": "Errored",
+    "invalid": "Invalid",
+}
+NOTES = {
+    "regressed": "passed on base, fail on head",
+    "fixed": "failed on base, pass on head",
+    "flaky": "the attempts disagree and the difference is not significant: labelled, not failed",
+    "became_invalid": "the gold or the fixture broke: excluded from the pass rate",
+    "became_valid": "invalid on base, decidable on head",
+    "error_changed": "failing on both sides, with a different error class",
+    "new": "only in head",
+    "removed": "only in base",
+    "still_failing": "failing on both sides",
+    "failed": "the answer is wrong",
+    "errored": "the agent gave no usable answer",
+    "invalid": "the gold does not run: excluded from the pass rate",
+}
+WITH_SQL = frozenset({"regressed", "fixed", "flaky", "became_invalid", "error_changed", "failed", "errored"})
+RUN_SECTIONS = ("failed", "errored", "invalid", "flaky")
+RUN_NOTES = {"flaky": "passed by majority, but the attempts disagree"}
+
+
+@dataclass(frozen=True)
+class RateRow:
+    name: str
+    base: Counts | None
+    head: Counts | None
+    base_rate: float | None
+    head_rate: float | None
+    delta: float | None
+
+    @property
+    def changed(self) -> bool:
+        return self.delta is not None and abs(self.delta) > 1e-12
+
+
+@dataclass(frozen=True)
+class CaseRow:
+    id: str
+    group: str  # a transition (comparison) or a status (single run)
+    question: str = ""
+    category: str = ""
+    tags: tuple[str, ...] = ()
+    base_status: str | None = None
+    head_status: str | None = None
+    base_passes: int = 0
+    base_repeats: int = 0
+    head_passes: int = 0
+    head_repeats: int = 0
+    flaky: bool = False
+    p_value: float | None = None
+    reason: str = ""
+    structural: str = ""
+    head_sql: str | None = None
+    base_sql: str | None = None
+    base_error_class: str | None = None
+    head_error_class: str | None = None
+    source: str | None = None
+
+    @property
+    def repeated(self) -> bool:
+        return max(self.base_repeats, self.head_repeats) > 1
+
+    @property
+    def attempts(self) -> str:
+        """ "3/3 → 1/3": passes out of attempts, base then head."""
+        base = f"{self.base_passes}/{self.base_repeats}" if self.base_repeats else "–"
+        head = f"{self.head_passes}/{self.head_repeats}" if self.head_repeats else "–"
+        return f"{base} → {head}"
+
+
+@dataclass(frozen=True)
+class Section:
+    key: str
+    title: str
+    note: str
+    rows: tuple[CaseRow, ...]
+    total: int
+
+    @property
+    def omitted(self) -> int:
+        return self.total - len(self.rows)
+
+
+@dataclass(frozen=True)
+class ReportView:
+    kind: Literal["comparison", "run"]
+    verdict: str  # pass | regressions | incomparable (comparison); pass | failures (run)
+    word: str
+    mark: str
+    headline: str
+    reasons: tuple[str, ...]
+    warnings: tuple[str, ...]
+    overall: RateRow
+    by_category: tuple[RateRow, ...]
+    by_tag: tuple[RateRow, ...]
+    counts: tuple[tuple[str, str, int], ...]  # (key, label, number of cases), non-zero only
+    sections: tuple[Section, ...]
+    details: tuple[CaseRow, ...]  # cases whose SQL is shown in collapsible blocks
+    base: RunMeta | None
+    head: RunMeta
+    total_cases: int
+    forced: bool = False
+    omitted_details: int = 0
+
+    @property
+    def omitted(self) -> int:
+        return sum(s.omitted for s in self.sections)
+
+    @property
+    def detail_total(self) -> int:
+        return len(self.details) + self.omitted_details
+
+
+def _rate(name: str, d: RateDelta) -> RateRow:
+    return RateRow(name, d.base, d.head, d.base_rate, d.head_rate, d.delta)
+
+
+def row_from_change(c: CaseChange) -> CaseRow:
+    return CaseRow(
+        id=c.id, group=c.transition, question=c.question, category=c.category, tags=c.tags,
+        base_status=c.base_status, head_status=c.head_status, base_passes=c.base_passes,
+        base_repeats=c.base_repeats, head_passes=c.head_passes, head_repeats=c.head_repeats, flaky=c.flaky,
+        p_value=c.p_value, reason=c.reason, structural=c.structural, head_sql=c.head_sql, base_sql=c.base_sql,
+        base_error_class=c.base_error_class, head_error_class=c.head_error_class, source=c.source,
+    )  # fmt: skip
+
+
+def _structural(case: CaseResult) -> str:
+    v = case.verdicts.get("structural")
+    return v.message if v is not None and v.match is False else ""
+
+
+def row_from_case(c: CaseResult) -> CaseRow:
+    return CaseRow(
+        id=c.id, group=c.status, question=c.question, category=c.category, tags=c.tags,
+        head_status=c.status, head_passes=c.passes, head_repeats=c.repeats,
+        flaky=0 < c.passes < c.repeats, reason=c.reason, structural=_structural(c), head_sql=c.prediction.sql,
+        head_error_class=c.error_class or c.prediction.error_class, source=c.source,
+    )  # fmt: skip
+
+
+def _sections(
+    rows: list[CaseRow], keys: tuple[str, ...], notes: dict[str, str] = NOTES
+) -> tuple[Section, ...]:
+    out = []
+    for key in keys:
+        picked = tuple(r for r in rows if r.group == key)
+        if picked:
+            note = notes.get(key, NOTES.get(key, ""))
+            out.append(Section(key, LABELS.get(key, key), note, picked, len(picked)))
+    return tuple(out)
+
+
+def _details(sections: tuple[Section, ...]) -> tuple[CaseRow, ...]:
+    return tuple(r for s in sections if s.key in WITH_SQL for r in s.rows)
+
+
+def _comparison_headline(cmp: Comparison) -> tuple[str, str, str]:
+    regressed, fixed, flaky = (cmp.counts.get(k, 0) for k in ("regressed", "fixed", "flaky"))
+    if cmp.verdict == "incomparable":
+        return "NOT COMPARABLE", "⚠️", "base and head cannot be compared"
+    if cmp.verdict == "regressions":
+        words = (
+            f"{regressed} regressed case{'s' * (regressed != 1)}" if regressed else "the quality gate failed"
+        )
+        return "FAIL", "❌", words
+    extra = [f"{n} {word}" for n, word in ((fixed, "fixed"), (flaky, "flaky")) if n]
+    return "PASS", "✅", "no regressions" + (f" ({', '.join(extra)})" if extra else "")
+
+
+def view_comparison(cmp: Comparison, *, sections: tuple[str, ...] | None = None) -> ReportView:
+    """`sections`: the transitions listed case by case (default: every transition but still_passing)."""
+    keys = sections if sections is not None else tuple(t for t in TRANSITIONS if t != "still_passing")
+    built = _sections([row_from_change(c) for c in cmp.cases], keys)
+    word, mark, headline = _comparison_headline(cmp)
+    return ReportView(
+        kind="comparison", verdict=cmp.verdict, word=word, mark=mark, headline=headline,
+        reasons=cmp.reasons, warnings=cmp.warnings, overall=_rate("all", cmp.overall),
+        by_category=tuple(_rate(k, v) for k, v in sorted(cmp.by_category.items())),
+        by_tag=tuple(_rate(k, v) for k, v in sorted(cmp.by_tag.items())),
+        counts=tuple((t, LABELS[t], cmp.counts[t]) for t in TRANSITIONS if cmp.counts.get(t)),
+        sections=built, details=_details(built), base=cmp.base, head=cmp.head, total_cases=len(cmp.cases),
+        forced=cmp.forced,
+    )  # fmt: skip
+
+
+def _single(name: str, c: Counts) -> RateRow:
+    return RateRow(name, None, c, None, c.pass_rate, None)
+
+
+def view_run(run: RunResult) -> ReportView:
+    s = run.summary
+    rows = [row_from_case(c) for c in run.cases]
+    rows = [
+        r if r.group != "passed" else replace(r, group="flaky")
+        for r in rows
+        if r.group != "passed" or r.flaky
+    ]
+    built = _sections(rows, RUN_SECTIONS, RUN_NOTES)
+    decidable = s.total - s.invalid
+    ok = s.failed == 0 and s.errored == 0
+    headline = (
+        f"all {decidable} decidable case{'s' * (decidable != 1)} pass"
+        if ok
+        else f"{s.failed + s.errored} of {decidable} decidable cases did not pass"
+    )
+    return ReportView(
+        kind="run", verdict="pass" if ok else "failures", word="PASS" if ok else "FAIL", mark="✅" if ok else "❌",
+        headline=headline, reasons=(), warnings=() if run.meta.complete else ("the run is incomplete",),
+        overall=_single("all", s), by_category=tuple(_single(k, v) for k, v in s.by_category.items()),
+        by_tag=tuple(_single(k, v) for k, v in s.by_tag.items()),
+        counts=tuple((k, LABELS[k], getattr(s, k)) for k in STATUSES if getattr(s, k)),
+        sections=built, details=_details(built), base=None, head=run.meta, total_cases=len(run.cases),
+    )  # fmt: skip
+
+
+def build_view(subject: Comparison | RunResult) -> ReportView:
+    if isinstance(subject, Comparison):
+        return view_comparison(subject)
+    if isinstance(subject, RunResult):
+        return view_run(subject)
+    raise TypeError(f"a report needs a Comparison or a RunResult, not {type(subject).__name__}")
+
+
+def trim(view: ReportView, *, rows: int, details: int) -> ReportView:
+    """Keep the first `rows` case rows (sections in priority order) and the SQL of the first `details` of those."""
+    left = max(rows, 0)
+    kept = []
+    for s in view.sections:
+        take = s.rows[:left]
+        left -= len(take)
+        kept.append(replace(s, rows=take))
+    shown = _details(tuple(kept))
+    cut = shown[: max(details, 0)]
+    return replace(view, sections=tuple(kept), details=cut, omitted_details=view.detail_total - len(cut))
