@@ -24,6 +24,31 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("import", help="turn a public benchmark into a sqlcanary suite")
     import_.add_arguments(p)
     p.set_defaults(func=import_.main)
+    from bot.commands import compare
+
+    p = sub.add_parser("compare", help="which cases a change broke or fixed: compare a base and a head run")
+    compare.add_arguments(p)
+    p.set_defaults(func=compare.main)
+    from bot.commands import check, merge
+
+    p = sub.add_parser("check", help="the local PR check: evaluate base and head commits and compare them")
+    check.add_arguments(p)
+    p.set_defaults(func=check.main)
+    p = sub.add_parser("merge", help="join the RunResults of `run --shard I/N` jobs into one")
+    merge.add_arguments(p)
+    p.set_defaults(func=merge.main)
+    from bot.commands import report
+
+    p = sub.add_parser(
+        "report", help="render a run, or the change from a base run: md, summary, html, junit, json"
+    )
+    report.add_arguments(p)
+    p.set_defaults(func=report.main)
+    from bot.commands import repair
+
+    p = sub.add_parser("repair", help="ask an LLM for KB edits that fix failing cases; keep proven ones")
+    repair.add_arguments(p)
+    p.set_defaults(func=repair.main)
     return parser
 
 

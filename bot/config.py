@@ -10,7 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from bot.cases.model import check_preset
 from bot.cases.yamlread import LineDict, load_yaml_file
+from bot.compare import GateSettings
 from bot.errors import ConfigError
+from bot.llm.settings import LLMSettings
 
 CONFIG_NAMES = ("sqlcanary.yml", "sqlcanary.yaml")
 
@@ -30,6 +32,11 @@ class KBConfig(_Model):
     paths: tuple[str, ...] = ()
 
 
+class CacheConfig(_Model):
+    answers: bool = True  # reuse an agent's answer when its fingerprint, the KB and the case are unchanged
+    runs: bool = True  # `sqlcanary check`: reuse the base commit's RunResult
+
+
 class Config(_Model):
     suite: str | None = None
     agent: AgentConfig | None = None
@@ -41,7 +48,11 @@ class Config(_Model):
     preset: str | None = None
     out: str | None = None
     kb: KBConfig = KBConfig()
+    llm: LLMSettings = LLMSettings()  # the built-in `llm` agent, the llm_judge scorer and `repair`
+    cache: CacheConfig = CacheConfig()
+    gate: GateSettings | None = None  # `sqlcanary check`: when the comparison fails (flags win over it)
     base_dir: str = "."
+    config_file: str | None = None  # set by load_config: the file this came from
 
     @field_validator("agent", mode="before")
     @classmethod
@@ -66,11 +77,13 @@ def load_config(path: str | Path) -> Config:
         doc.line, doc.key_lines = 1, {}
     if not isinstance(doc, dict):
         raise ConfigError("a config file must be a mapping", path=str(p), line=1)
-    if "base_dir" in doc:
-        raise ConfigError("unknown key 'base_dir' (paths are relative to this file)", path=str(p),
-                          line=doc.line_of("base_dir") if isinstance(doc, LineDict) else None)  # fmt: skip
+    for reserved in ("base_dir", "config_file"):
+        if reserved not in doc:
+            continue
+        raise ConfigError(f"unknown key {reserved!r} (paths are relative to this file)", path=str(p),
+                          line=doc.line_of(reserved) if isinstance(doc, LineDict) else None)  # fmt: skip
     try:
-        return Config(**doc, base_dir=str(p.parent.resolve()))
+        return Config(**doc, base_dir=str(p.parent.resolve()), config_file=str(p.resolve()))
     except ValidationError as exc:
         err = exc.errors()[0]
         key = str(err["loc"][0]) if err["loc"] else ""

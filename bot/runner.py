@@ -5,19 +5,21 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import os
-import subprocess
 import sys
 import threading
 import time
 import traceback
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 from bot.agents.base import AgentAdapter, Answer
+from bot.cache import AnswerCache, AnswerSource
 from bot.cases.model import Case, CompareOptions, Suite
 from bot.db.provision import Server
 from bot.db.session import ConnectionLost, Session
@@ -31,8 +33,10 @@ from bot.db.templates import (
 )
 from bot.errors import DatabaseError
 from bot.evaluate import Evaluation, evaluate_case
+from bot.gitrepo import git_sha
 from bot.results import (
     EVALUATOR_VERSION,
+    Attempt,
     CaseResult,
     Prediction,
     RunMeta,
@@ -55,6 +59,11 @@ class RunOptions:
     structural: bool = False
     out: Path | None = None
     filters: dict = field(default_factory=dict)
+    repeats: int = 1  # `--repeat K`: answers per case
+    shard: str | None = None  # "I/N": recorded in meta; the caller selects the shard's cases
+    agent_fingerprint: str = ""
+    kb_fingerprint: str = ""
+    answer_cache: AnswerCache | None = None
 
 
 def sqlcanary_version() -> str:
@@ -62,14 +71,6 @@ def sqlcanary_version() -> str:
         return version("sqlcanary")
     except PackageNotFoundError:
         return "0+unknown"
-
-
-def git_sha(cwd: Path) -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
 
 
 class _Workers:
@@ -123,20 +124,42 @@ def _scratch_factory(server: Server, dbs: dict[str, Database], *, timeout_ms: in
 
 
 def _case_result(
-    case: Case, answer: Answer, ev: Evaluation | None, *, agent_s: float, eval_s: float
+    case: Case,
+    answer: Answer,
+    ev: Evaluation | None,
+    *,
+    agent_s: float,
+    eval_s: float,
+    answer_key: str | None,
 ) -> CaseResult:
     prediction = Prediction(sql=answer.sql, error=answer.error, error_class=answer.error_class, stderr=answer.stderr,
                             used=answer.used, duration_s=round(answer.duration_s or agent_s, 6),
                             alternative=ev.alternative if ev else None)  # fmt: skip
     timings = {"agent_s": round(agent_s, 6), "eval_s": round(eval_s, 6)}
-    base = dict(id=case.id, category=case.category, tags=case.tags, db=case.db, question=case.question,
-                prediction=prediction, timings=timings, source=case.source)  # fmt: skip
+    base: dict[str, Any] = dict(id=case.id, category=case.category, tags=case.tags, db=case.db,
+                                question=case.question, prediction=prediction, timings=timings,
+                                source=case.source, answer_key=answer_key)  # fmt: skip
     if ev is None:
         return CaseResult(
             status="errored", reason=f"agent: {answer.error}", error_class=answer.error_class, **base
         )
     return CaseResult(status=ev.status, verdicts=ev.verdicts, deciding_scorer=ev.deciding, reason=ev.reason,
                       error_class=ev.error_class, **base)  # fmt: skip
+
+
+# Which outcome is worse, for ties between attempts.
+_SEVERITY = {"passed": 0, "invalid": 1, "failed": 2, "errored": 3}
+
+
+def combine_attempts(tries: list[CaseResult]) -> CaseResult:
+    """K attempts -> one CaseResult: the majority status (a tie goes to the worse outcome), the details of
+    the first attempt with that status, and every attempt in `attempts`."""
+    counts = Counter(t.status for t in tries)
+    status = max(counts, key=lambda s: (counts[s], _SEVERITY[s]))
+    chosen = next(t for t in tries if t.status == status)
+    attempts = tuple(Attempt(status=t.status, sql=t.prediction.sql, reason=t.reason, error_class=t.error_class)
+                     for t in tries)  # fmt: skip
+    return chosen.model_copy(update={"attempts": attempts})
 
 
 def _combine_alternatives(evs: list[Evaluation]) -> Evaluation:
@@ -213,6 +236,7 @@ def run_suite(
     options = {c.id: resolve_options(suite.settings.compare, c.compare, preset_layer) for c in cases}
     results: dict[int, CaseResult] = {}
     fingerprints: dict[str, str] = {}
+    source = AnswerSource(agent, fingerprint=opts.agent_fingerprint, cache=opts.answer_cache)
 
     def make(complete: bool) -> RunResult:
         done = [results[i] for i in sorted(results)]
@@ -222,7 +246,9 @@ def run_suite(
                        evaluator_version=EVALUATOR_VERSION, preset=opts.preset or "sqlcanary", agent=agent.name,
                        git_sha=git_sha(suite.root), started_at=started_at,
                        duration_s=round(time.perf_counter() - t0, 3), jobs=opts.jobs, filters=opts.filters,
-                       complete=complete)  # fmt: skip
+                       complete=complete, repeats=opts.repeats, shard=opts.shard,
+                       agent_fingerprint=opts.agent_fingerprint, kb_fingerprint=opts.kb_fingerprint,
+                       agent_calls=source.calls, cache_hits=source.hits)  # fmt: skip
         return RunResult(meta=meta, summary=summarize(done), cases=tuple(done))
 
     saver = _Saver(opts.out, make)
@@ -232,26 +258,36 @@ def run_suite(
         scratch = _scratch_factory(server, dbs, timeout_ms=timeout_ms, row_cap=row_cap)
         schemas: dict[str, object] = {}
 
-        def one(index: int, case: Case) -> None:
+        def judge(case: Case, answer: Answer) -> Evaluation | None:
+            if answer.sql is None:
+                return None
+            try:
+                return _evaluate(
+                    case, answer, workers.session(case.db), options[case.id], scratch, opts, schemas
+                )
+            except ConnectionLost:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a bug in one case must not lose the others
+                detail = traceback.format_exc(limit=-3)
+                print(f"sqlcanary: internal error on case {case.id}:\n{detail}", file=sys.stderr)
+                workers.session(case.db).reset()  # whatever state the bug left the connection in
+                return Evaluation(status="errored", verdicts={}, deciding=None, error_class="internal_error",
+                                  reason=f"internal error (a bug in sqlcanary): {type(exc).__name__}: {exc}")  # fmt: skip
+
+        def attempt(case: Case, k: int, memo: dict) -> CaseResult:
             a0 = time.perf_counter()
-            answer = agent.answer(case)
+            answer, key = source.answer(case, k)
             agent_s = time.perf_counter() - a0
             e0 = time.perf_counter()
-            ev = None
-            if answer.sql is not None:
-                try:
-                    ev = _evaluate(
-                        case, answer, workers.session(case.db), options[case.id], scratch, opts, schemas
-                    )
-                except ConnectionLost:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - a bug in one case must not lose the others
-                    detail = traceback.format_exc(limit=-3)
-                    print(f"sqlcanary: internal error on case {case.id}:\n{detail}", file=sys.stderr)
-                    workers.session(case.db).reset()  # whatever state the bug left the connection in
-                    ev = Evaluation(status="errored", verdicts={}, deciding=None, error_class="internal_error",
-                                    reason=f"internal error (a bug in sqlcanary): {type(exc).__name__}: {exc}")  # fmt: skip
-            result = _case_result(case, answer, ev, agent_s=agent_s, eval_s=time.perf_counter() - e0)
+            same = (answer.sql, answer.alternatives)  # attempts with the same SQL are judged once
+            ev = memo[same] if same in memo else memo.setdefault(same, judge(case, answer))
+            return _case_result(case, answer, ev, agent_s=agent_s, eval_s=time.perf_counter() - e0,
+                                answer_key=key)  # fmt: skip
+
+        def one(index: int, case: Case) -> None:
+            memo: dict = {}
+            tries = [attempt(case, k, memo) for k in range(opts.repeats)]
+            result = tries[0] if len(tries) == 1 else combine_attempts(tries)
             results[index] = result
             if progress:
                 progress(result, len(results), len(cases))

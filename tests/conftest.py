@@ -36,3 +36,12 @@ def pg_server():
 @pytest.fixture(scope="session")
 def pg_dsn(pg_server) -> str:
     return pg_server.admin_dsn
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_answer_cache():
+    """Tests reach their agents: no answer from the user's cache (tests of the cache turn it back on)."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("SQLCANARY_ANSWER_CACHE", "off")
+    yield
+    patch.undo()

@@ -31,7 +31,15 @@ ADAPTERS: dict[str, Callable[[str, AgentContext], AgentAdapter]] = {
     "run": lambda arg, ctx: PredictionsAgent.from_run(_path(arg, ctx)),
     "command": _command,
     "python": lambda arg, ctx: PythonAgent(arg, ctx),
+    "llm": lambda arg, ctx: _llm(arg, ctx),
 }
+OPTIONAL_ARG = ("gold", "llm")  # kinds that work without `:ARG`
+
+
+def _llm(arg: str, ctx: AgentContext) -> AgentAdapter:
+    from bot.agents.llm import LLMAgent  # imports the openai package only when asked for
+
+    return LLMAgent(arg, ctx)
 
 
 def make_agent(spec: str, ctx: AgentContext | None = None) -> AgentAdapter:
@@ -40,6 +48,6 @@ def make_agent(spec: str, ctx: AgentContext | None = None) -> AgentAdapter:
     factory = ADAPTERS.get(kind.strip())
     if factory is None:
         raise AgentError(f"unknown agent {spec!r} (known kinds: {', '.join(ADAPTERS)})")
-    if kind != "gold" and not arg.strip():
+    if kind not in OPTIONAL_ARG and not arg.strip():
         raise AgentError(f"agent {kind!r} needs an argument: {kind}:...")
     return factory(arg.strip(), ctx)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -38,8 +39,17 @@ class AgentAdapter(Protocol):
     def close(self) -> None: ...
 
 
+# The attempt (0-based) the runner is asking for, sent as `attempt` in the request: with `--repeat K` an agent
+# may vary its answer per attempt (a scripted flaky agent does). Unset outside a run.
+current_attempt: ContextVar[int | None] = ContextVar("sqlcanary_attempt", default=None)
+
+
 def request_for(case: Case, ctx: AgentContext) -> dict[str, Any]:
-    return {**case.agent_payload(), "options": ctx.options}
+    request = {**case.agent_payload(), "options": ctx.options}
+    attempt = current_attempt.get()
+    if attempt is not None:
+        request["attempt"] = attempt
+    return request
 
 
 def answer_from_reply(reply: Any, *, source: str) -> Answer:

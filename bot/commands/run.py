@@ -5,14 +5,21 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bot.agents import AgentContext, make_agent
+from bot.cache import AnswerCache, answer_cache_allowed
 from bot.cases.loader import load_suite, parse_duration_ms, select_cases
+from bot.cases.model import Case, Suite
+from bot.commands.merge import in_shard, parse_shard
 from bot.config import Config, database_url, find_config
 from bot.db.provision import provision
 from bot.errors import EXIT_BUG, EXIT_GATE, EXIT_OK, ConfigError
+from bot.fingerprint import agent_fingerprint, kb_fingerprint, uses_answer_cache
 from bot.report.console import Progress, problem_lines, summary_table
+from bot.results import RunResult
 from bot.runner import RunOptions, run_suite
 from bot.scoring.presets import PRESETS
 
@@ -22,6 +29,17 @@ DEFAULT_OUT = "sqlcanary-results/run.json"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("suite", nargs="?", help="suite folder or file (default: `suite` in sqlcanary.yml)")
     p.add_argument("--config", help="sqlcanary.yml (default: the suite folder's, then ./sqlcanary.yml)")
+    add_run_arguments(p)
+    p.add_argument("--out", help=f"where to write the RunResult JSON (default: {DEFAULT_OUT})")
+    p.add_argument(
+        "--structural", action="store_true", help="structural diff on every case, not only failures"
+    )
+    p.add_argument("--min-pass-rate", type=float, help="exit 1 when the pass rate (0-1) is below this")
+    p.add_argument("--shard", metavar="I/N", help="run only shard I of N (split by case id; see `merge`)")
+
+
+def add_run_arguments(p: argparse.ArgumentParser) -> None:
+    """The options `run` shares with `check`: agent, database, case selection, judging, repeats."""
     p.add_argument(
         "--agent",
         help="gold | gold:all | predictions:PATH | run:RUN.json | command:CMD | "
@@ -36,59 +54,122 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tags", help="only cases with any of these tags (comma-separated)")
     p.add_argument("--id", action="append", dest="ids", help="only this case id (repeatable; globs allowed)")
     p.add_argument("--jobs", type=int, help="parallel workers (default: 2)")
-    p.add_argument("--out", help=f"where to write the RunResult JSON (default: {DEFAULT_OUT})")
     p.add_argument("--preset", choices=PRESETS, help="compare results the way this evaluator does")
     p.add_argument("--statement-timeout", help="per statement, e.g. 30s (default: the suite's, else 30s)")
     p.add_argument("--row-cap", type=int, help="rows fetched per query before a result counts as truncated")
+    p.add_argument("--repeat", type=int, metavar="K", help="ask the agent K times per case (flaky agents)")
     p.add_argument(
-        "--structural", action="store_true", help="structural diff on every case, not only failures"
+        "--no-answer-cache",
+        action="store_true",
+        help="always ask the agent (default: reuse answers whose agent, KB and case are unchanged)",
     )
-    p.add_argument("--min-pass-rate", type=float, help="exit 1 when the pass rate (0-1) is below this")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
 
-def _agent(args: argparse.Namespace, config: Config):
+def repeats(args: argparse.Namespace) -> int:
+    k = getattr(args, "repeat", None) or 1
+    if k < 1:
+        raise ConfigError("--repeat must be at least 1")
+    return k
+
+
+@dataclass(frozen=True)
+class AgentChoice:
+    """The agent a run uses, before it is started: enough to fingerprint it."""
+
+    spec: str
+    options: dict[str, Any]
+    base_dir: str
+    timeout_s: float
+
+    def start(self):
+        return make_agent(self.spec, AgentContext(base_dir=self.base_dir, options=self.options,
+                                                  timeout_s=self.timeout_s))  # fmt: skip
+
+
+def parse_tags(text: str | None) -> list[str] | None:
+    return [t.strip() for t in text.split(",") if t.strip()] if text else None
+
+
+def choose_agent(args: argparse.Namespace, config: Config, *, cwd: str | None = None) -> AgentChoice:
     spec = args.agent or (config.agent.spec if config.agent else "gold")
     from_config = not args.agent and config.agent is not None
     timeout = args.agent_timeout or (config.agent.timeout if config.agent else 120.0)
     options = dict(config.agent.options) if config.agent and from_config else {}
     if args.persistent or (config.agent and from_config and config.agent.persistent):
         options["persistent"] = True
-    base = config.base_dir if from_config else os.getcwd()
-    return make_agent(spec, AgentContext(base_dir=base, options=options, timeout_s=timeout))
+    base = config.base_dir if from_config else (cwd or os.getcwd())
+    if spec.partition(":")[0].strip() == "llm" and config.config_file and "config" not in options:
+        options["config"] = config.config_file  # the llm agent reads its `llm:` settings and `kb.paths` there
+    return AgentChoice(spec=spec, options=options, base_dir=base, timeout_s=timeout)
 
 
-def main(args: argparse.Namespace) -> int:
-    config = find_config(args.config, args.suite)
+def fingerprints(choice: AgentChoice, config: Config, *, cwd: str | None = None) -> tuple[str, str]:
+    """(agent fingerprint, KB fingerprint) of a run started in `cwd` (default: the current folder)."""
+    kb_fp = kb_fingerprint(config)
+    return agent_fingerprint(choice.spec, choice.options, choice.base_dir, kb_fp, cwd=cwd), kb_fp
+
+
+def answer_cache(args: argparse.Namespace, config: Config, choice: AgentChoice) -> AnswerCache | None:
+    enabled = config.cache.answers and not getattr(args, "no_answer_cache", False) and answer_cache_allowed()
+    return AnswerCache() if enabled and uses_answer_cache(choice.spec) else None
+
+
+def suite_and_cases(args: argparse.Namespace, config: Config) -> tuple[Suite, list[Case]]:
+    """The suite (argument, else the config's `suite:`) and the cases the filters and --shard select."""
     suite_path = args.suite or (str(config.path(config.suite)) if config.suite else None)
     if not suite_path:
         raise ConfigError("no suite given: pass a suite folder or set `suite:` in sqlcanary.yml")
     suite = load_suite(suite_path)
-    tags = [t.strip() for t in args.tags.split(",") if t.strip()] if args.tags else None
+    tags = parse_tags(args.tags)
     cases = select_cases(suite.cases, tags=tags, ids=args.ids)
     if not cases:
         raise ConfigError("no case matches the filters" if (tags or args.ids) else "the suite has no cases")
+    shard = getattr(args, "shard", None)
+    if shard:
+        cases = [c for c in cases if in_shard(c.id, parse_shard(shard))]
+    return suite, cases
+
+
+def run_options(
+    args: argparse.Namespace, config: Config, choice: AgentChoice, *, out: Path | None
+) -> RunOptions:
     jobs = args.jobs or config.jobs or 2
     if jobs < 1:
         raise ConfigError("--jobs must be at least 1")
     timeout = args.statement_timeout or config.statement_timeout
-    out = Path(args.out or (str(config.path(config.out)) if config.out else DEFAULT_OUT))
-    opts = RunOptions(
+    shard = getattr(args, "shard", None)
+    agent_fp, kb_fp = fingerprints(choice, config)
+    return RunOptions(
         jobs=jobs,
         preset=args.preset or config.preset,
         statement_timeout_ms=parse_duration_ms(timeout, path="--statement-timeout", line=None)
         if timeout
         else None,
         row_cap=args.row_cap or config.row_cap,
-        structural=args.structural,
+        structural=getattr(args, "structural", False),
         out=out,
-        filters={k: v for k, v in {"tags": tags, "ids": args.ids}.items() if v},
+        filters={k: v for k, v in {"tags": parse_tags(args.tags), "ids": args.ids}.items() if v},
+        repeats=repeats(args),
+        shard=str(parse_shard(shard)) if shard else None,
+        agent_fingerprint=agent_fp,
+        kb_fingerprint=kb_fp,
+        answer_cache=answer_cache(args, config, choice),
     )
-    agent = _agent(args, config)
+
+
+def main(args: argparse.Namespace) -> int:
+    config = find_config(args.config, args.suite)
+    suite, cases = suite_and_cases(args, config)
+    out = Path(args.out or (str(config.path(config.out)) if config.out else DEFAULT_OUT))
+    choice = choose_agent(args, config)
+    opts = run_options(args, config, choice, out=out)
+    jobs = opts.jobs
+    agent = choice.start()
     server = provision(dsn=database_url(args.dsn, config), mode=args.postgres or config.postgres)
     if not args.quiet:
         print(
-            f"sqlcanary: suite {suite.name}: {len(cases)} case(s), agent {agent.name}, "
+            f"sqlcanary: suite {suite.name}: {len(cases)} case(s){_shard_note(opts)}, agent {agent.name}, "
             f"PostgreSQL {server.version} ({server.kind}), {jobs} worker(s)",
             file=sys.stderr,
         )
@@ -101,7 +182,7 @@ def main(args: argparse.Namespace) -> int:
     problems = problem_lines(run)
     if problems:
         print("\nnot passed:\n" + problems)
-    print(f"\nresults written to {out} ({run.meta.duration_s:.1f}s)")
+    print(f"\nresults written to {out} ({run.meta.duration_s:.1f}s{_calls_note(run)})")
     bugs = [c.id for c in run.cases if c.error_class == "internal_error"]
     if bugs:
         print(
@@ -118,3 +199,14 @@ def main(args: argparse.Namespace) -> int:
             )
             return EXIT_GATE
     return EXIT_OK
+
+
+def _shard_note(opts: RunOptions) -> str:
+    return f" in shard {opts.shard}" if opts.shard else ""
+
+
+def _calls_note(run: RunResult) -> str:
+    m = run.meta
+    repeat = f", {m.repeats} attempts per case" if m.repeats > 1 else ""
+    cached = f", {m.cache_hits} answer(s) from the cache" if m.cache_hits else ""
+    return f"; {m.agent_calls} agent call(s){cached}{repeat}"

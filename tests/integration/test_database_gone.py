@@ -34,7 +34,10 @@ AGENT = textwrap.dedent(
 def test_database_gone_exits_2_and_keeps_results(tmp_path, pg_dsn, monkeypatch, capsys):
     fixture = tmp_path / "t.sql"
     fixture.write_text("CREATE TABLE t (x int); INSERT INTO t VALUES (1), (2);\n")
-    cases = [{"id": f"c{i}", "question": "How many rows?", "gold_sql": "SELECT count(*) FROM t"} for i in range(1, 6)]
+    cases = [
+        {"id": f"c{i}", "question": "How many rows?", "gold_sql": "SELECT count(*) FROM t"}
+        for i in range(1, 6)
+    ]
     suite = tmp_path / "suite.yml"
     suite.write_text(yaml.safe_dump({"name": "gone", "databases": {"gone": str(fixture)}, "cases": cases}))
     (tmp_path / "agent.py").write_text(AGENT)

@@ -3,6 +3,7 @@ clones that are dropped afterwards."""
 
 from __future__ import annotations
 
+import uuid
 from contextlib import closing
 
 import psycopg2
@@ -25,7 +26,9 @@ def _work_dbs(dsn: str, label: str) -> int:
 
 
 def test_template_reused_while_fixture_unchanged_and_rebuilt_when_it_changes(tmp_path, pg_dsn):
-    label = f"tpl{tmp_path.name[-6:].replace('-', '_')}".lower()
+    label = (
+        f"tpl_{uuid.uuid4().hex[:10]}"  # unique per run: a long-lived server keeps templates across sessions
+    )
     fixture = tmp_path / "f.sql"
     fixture.write_text("CREATE TABLE t (x int); INSERT INTO t VALUES (1), (2), (3);\n")
     suite = tmp_path / "suite.yml"

@@ -22,6 +22,7 @@ from bot.agents.simple import GoldAgent, PredictionsAgent
 from bot.cases.model import Case
 from bot.errors import AgentError
 from bot.results import CaseResult, Prediction, RunMeta, RunResult, summarize, write_run
+from tests.support.fake_openai import FakeOpenAI
 
 AGENTS = Path(__file__).resolve().parents[1] / "fixtures" / "agents"
 PY = sys.executable
@@ -418,7 +419,7 @@ def test_python_agent_load_errors(target: str, fragment: str) -> None:
 # --- the registry ----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("spec", ["llm:gpt", "http://x", "Command:x", ""])
+@pytest.mark.parametrize("spec", ["sql:gpt", "http://x", "Command:x", ""])
 def test_make_agent_refuses_an_unknown_kind(spec: str) -> None:
     with pytest.raises(AgentError, match="unknown agent"):
         make_agent(spec)
@@ -464,7 +465,7 @@ def _contract_specs(tmp_path: Path) -> dict[str, tuple[str, AgentContext]]:
     }
 
 
-CONTRACT_KINDS = ["gold", "predictions", "run", "command", "command (persistent)", "python"]
+CONTRACT_KINDS = ["gold", "predictions", "run", "command", "command (persistent)", "python", "llm"]
 
 
 def test_the_contract_covers_every_registered_adapter() -> None:
@@ -473,7 +474,15 @@ def test_the_contract_covers_every_registered_adapter() -> None:
 
 @pytest.mark.parametrize("kind", CONTRACT_KINDS)
 def test_every_adapter_answers_a_known_case(kind: str, tmp_path: Path) -> None:
-    spec, context = _contract_specs(tmp_path)[kind]
+    with FakeOpenAI([json.dumps({"sql": "SELECT 'answer'"})]) as llm_server:
+        specs = _contract_specs(tmp_path)
+        specs["llm"] = ("llm", AgentContext(options={"llm": {"base_url": llm_server.base_url, "cache": False},
+                                                     "schema": ""}))  # fmt: skip
+        spec, context = specs[kind]
+        _answer_known_case(spec, context)
+
+
+def _answer_known_case(spec: str, context: AgentContext) -> None:
     agent = make_agent(spec, context)
     try:
         ans = bounded(lambda: agent.answer(KNOWN))

@@ -50,8 +50,9 @@ def test_an_agent_string_is_an_agent_spec(tmp_path: Path) -> None:
 
 
 def test_an_empty_config_is_the_defaults(tmp_path: Path) -> None:
-    config = load_config(_config(tmp_path, ""))
-    assert config == Config(base_dir=str(tmp_path.resolve()))
+    path = _config(tmp_path, "")
+    config = load_config(path)
+    assert config == Config(base_dir=str(tmp_path.resolve()), config_file=str(path.resolve()))
 
 
 @pytest.mark.parametrize(
@@ -238,8 +239,8 @@ def test_run_with_a_bad_config_names_it(in_empty_dir: Path, capsys: pytest.Captu
 
 
 def test_run_with_an_unknown_agent_kind(in_empty_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", str(GOOD_SUITE), "--agent", "llm:gpt", "-q"]) == EXIT_BAD_INPUT
-    assert "unknown agent 'llm:gpt'" in capsys.readouterr().err
+    assert main(["run", str(GOOD_SUITE), "--agent", "sql:gpt", "-q"]) == EXIT_BAD_INPUT
+    assert "unknown agent 'sql:gpt'" in capsys.readouterr().err
 
 
 def test_run_with_filters_that_match_nothing(in_empty_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

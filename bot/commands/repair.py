@@ -1,0 +1,132 @@
+"""`sqlcanary repair RUN.json`: ask an LLM for KB edits that fix the run's failing cases, keep the proven ones,
+write outcome.json, kb.diff and repair_report.md."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+from bot.cases.loader import load_suite
+from bot.config import Config, database_url, find_config
+from bot.errors import EXIT_BAD_INPUT, EXIT_OK, ConfigError
+from bot.results import read_run, write_json_atomic
+
+DEFAULT_OUT = "sqlcanary-results/repair"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run_file", metavar="RUN.json", help="a saved RunResult whose failing cases to repair")
+    p.add_argument("--config", help="sqlcanary.yml (default: the run's suite folder's, then ./sqlcanary.yml)")
+    p.add_argument("--suite", help="the suite folder (default: the config's `suite`, then the run's)")
+    p.add_argument("--dsn", help="PostgreSQL to use (default: DATABASE_URL, then an embedded server)")
+    p.add_argument("--postgres", choices=["auto", "embedded", "docker"], help="where PostgreSQL comes from")
+    p.add_argument("--max-failures", type=int, default=5, help="failing cases sent to the model (default 5)")
+    p.add_argument("--max-retries", type=int, default=3, help="attempts per case (default 3)")
+    p.add_argument("--max-llm-calls", type=int, default=50, help="LLM requests in all (default 50)")
+    p.add_argument(
+        "--max-critique", type=int, default=5, help="review iterations over kept edits (default 5)"
+    )
+    p.add_argument("--base", metavar="BASE.json", help="the base commit's run, for the base pass rate")
+    p.add_argument("--dry-run", action="store_true", help="show the plans, apply nothing")
+    p.add_argument("--no-repair", action="store_true", help="evaluate the suite only: no LLM, no edits")
+    p.add_argument("--commit", action="store_true", help="git commit the KB changes on the current branch")
+    p.add_argument(
+        "--out", help=f"folder for outcome.json, kb.diff, repair_report.md (default {DEFAULT_OUT})"
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+
+
+def _positive(args: argparse.Namespace) -> None:
+    for name in ("max_failures", "max_retries", "max_llm_calls"):
+        if getattr(args, name) < 1:
+            raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
+    if args.max_critique < 0:
+        raise ConfigError("--max-critique must be at least 0")
+
+
+def make_client(config: Config, *, max_calls: int):
+    """The LLM client, its call budget capped at --max-llm-calls (the endpoint never sees more requests)."""
+    from bot.llm import LLMClient
+
+    settings = config.llm
+    cap = min(max_calls, settings.budget.max_calls) if settings.budget.max_calls is not None else max_calls
+    settings = settings.model_copy(update={"budget": settings.budget.model_copy(update={"max_calls": cap})})
+    return LLMClient(settings)
+
+
+class _NoLLM:
+    """`--no-repair`: a client that is never asked."""
+
+    from bot.llm import Usage
+
+    usage = Usage()
+    parse_stats = (0, 0, 0)
+
+
+def commit_message(outcome) -> str:
+    fixed = [c for c in outcome.repaired if c.attempts]
+    lines = [f"sqlcanary repair: KB fixes for {len(fixed)} failing case(s)", ""]
+    for c in fixed:
+        a = c.accepted
+        improvements = (a.plan or {}).get("improvements_made") or [] if a else []
+        what = "; ".join(" ".join(str(i).split())[:200] for i in improvements[:3]) or "KB edit"
+        lines.append(f"- {c.id}: {what}")
+    rate = outcome.head_pass_rate, outcome.repaired_pass_rate
+    if None not in rate:
+        lines += ["", f"Pass rate {rate[0]:.1%} -> {rate[1]:.1%}; files: {', '.join(outcome.files_changed)}"]
+    return "\n".join(lines) + "\n"
+
+
+def git_commit(root: Path, files: tuple[str, ...], message: str) -> str:
+    """Commit exactly `files` (relative to root) on the current branch; return the new commit's sha."""
+
+    def git(*a: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", *a], cwd=root, capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL)  # fmt: skip
+
+    if git("rev-parse", "--is-inside-work-tree").returncode != 0:
+        raise ConfigError("--commit: the config folder is not in a git repository", path=str(root))
+    for step in (("add", "--", *files), ("commit", "--no-verify", "-m", message, "--", *files)):
+        done = git(*step)
+        if done.returncode != 0:
+            raise ConfigError(f"--commit: git {step[0]} failed: {(done.stderr or done.stdout).strip()[:500]}")
+    return git("rev-parse", "HEAD").stdout.strip()
+
+
+def main(args: argparse.Namespace) -> int:
+    from bot.db.provision import provision
+    from bot.repair.loop import repair
+    from bot.repair.report import console_summary, render_report
+
+    _positive(args)
+    run = read_run(args.run_file)
+    config = find_config(args.config, args.suite or run.meta.suite_path or None)
+    suite_path = args.suite or (str(config.path(config.suite)) if config.suite else run.meta.suite_path)
+    if not suite_path:
+        raise ConfigError("no suite: pass --suite or set `suite:` in sqlcanary.yml", path=args.run_file)
+    suite = load_suite(suite_path)
+    base = read_run(args.base).summary.pass_rate if args.base else None
+    client = _NoLLM() if args.no_repair else make_client(config, max_calls=args.max_llm_calls)
+    server = provision(dsn=database_url(args.dsn, config), mode=args.postgres or config.postgres)
+    if not args.quiet:
+        print(f"sqlcanary: repairing {sum(c.status == 'failed' for c in run.cases)} failing case(s) of "
+              f"{suite.name} (PostgreSQL {server.version})", file=sys.stderr)  # fmt: skip
+    outcome = repair(run, config=config, suite=suite, server=server, client=client,
+                     max_failures=args.max_failures, max_retries=args.max_retries,
+                     max_llm_calls=args.max_llm_calls, max_critique=args.max_critique, dry_run=args.dry_run,
+                     evaluate_only=args.no_repair, base_pass_rate=base)  # fmt: skip
+    out = Path(args.out or DEFAULT_OUT)
+    write_json_atomic(out / "outcome.json", outcome.model_dump_json(indent=2) + "\n")
+    write_json_atomic(out / "kb.diff", outcome.kb_diff)
+    write_json_atomic(out / "repair_report.md", render_report(outcome))
+    print(console_summary(outcome))
+    print(f"\nwritten to {out}/ (outcome.json, kb.diff, repair_report.md)")
+    if args.commit and outcome.files_changed and not args.dry_run:
+        sha = git_commit(Path(config.base_dir), outcome.files_changed, commit_message(outcome))
+        print(f"committed the KB changes as {sha[:12]}")
+    if outcome.stopped and outcome.stopped.startswith("LLM error"):
+        print(f"sqlcanary: error: {outcome.stopped}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return EXIT_OK

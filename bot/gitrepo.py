@@ -1,0 +1,125 @@
+"""The few git operations sqlcanary needs: find the repository, resolve a ref safely, and check a commit out
+in a temporary worktree that is always removed (on error, Ctrl-C and SIGTERM too)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from bot.errors import ConfigError
+
+_TIMEOUT_S = 120
+
+
+def _git(args: list[str], *, cwd: Path, timeout: float = _TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+        )
+    except FileNotFoundError as exc:
+        raise ConfigError("git is not installed (sqlcanary check needs it)") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise ConfigError(f"`git {' '.join(args[:2])}` did not finish within {timeout:g}s") from exc
+
+
+def git_sha(cwd: Path) -> str | None:
+    """The commit checked out in `cwd`, or None outside a repository."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def toplevel(cwd: Path) -> Path:
+    """The root of the repository holding `cwd`; ConfigError outside one."""
+    out = _git(["rev-parse", "--show-toplevel"], cwd=cwd)
+    if out.returncode != 0:
+        raise ConfigError(f"{cwd} is not inside a git repository (sqlcanary check compares two commits)")
+    return Path(out.stdout.strip()).resolve()
+
+
+def resolve_commit(repo: Path, ref: str) -> str:
+    """The full sha of `ref`, which must name a commit. Refs that look like options are refused."""
+    if not ref or ref.startswith("-") or any(ch.isspace() or ord(ch) < 32 for ch in ref):
+        raise ConfigError(f"not a valid git ref: {ref!r}")
+    out = _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd=repo)
+    sha = out.stdout.strip()
+    if out.returncode != 0 or len(sha) < 40:
+        raise ConfigError(f"git ref {ref!r} does not name a commit in {repo}")
+    return sha
+
+
+def ref_exists(repo: Path, ref: str) -> bool:
+    try:
+        resolve_commit(repo, ref)
+    except ConfigError:
+        return False
+    return True
+
+
+def default_base_ref(repo: Path, environ: dict[str, str] | None = None) -> str:
+    """GITHUB_BASE_REF (a pull request's target branch), else origin/main when it exists, else main."""
+    env = os.environ if environ is None else environ
+    branch = (env.get("GITHUB_BASE_REF") or "").strip()
+    candidates = [f"origin/{branch}", branch] if branch else ["origin/main", "main"]
+    for ref in candidates:
+        if ref_exists(repo, ref):
+            return ref
+    raise ConfigError(
+        f"no base to compare with: none of {', '.join(candidates)} exists; pass --base REF "
+        "(in CI, fetch the base branch first, e.g. actions/checkout with fetch-depth: 0)"
+    )
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """Turn SIGTERM into KeyboardInterrupt while a worktree exists, so `finally` blocks still run."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):  # noqa: ARG001
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def worktree(repo: Path, sha: str, *, label: str = "base") -> Iterator[Path]:
+    """`git worktree add --detach` of `sha` in a temporary folder; removed on the way out, whatever happens."""
+    holder = Path(tempfile.mkdtemp(prefix=f"sqlcanary-{label}-"))
+    path = holder / "tree"
+    with _sigterm_as_interrupt():
+        try:
+            out = _git(["worktree", "add", "--detach", "--quiet", str(path), sha], cwd=repo)
+            if out.returncode != 0:
+                raise ConfigError(f"git worktree add failed for {sha[:12]}: {out.stderr.strip()[:500]}")
+            yield path
+        finally:
+            remove_worktree(repo, path)
+            shutil.rmtree(holder, ignore_errors=True)
+
+
+def remove_worktree(repo: Path, path: Path) -> None:
+    """Best effort: `git worktree remove --force`, then delete what is left and prune git's record of it."""
+    try:
+        _git(["worktree", "remove", "--force", str(path)], cwd=repo, timeout=60)
+    except ConfigError:
+        pass
+    shutil.rmtree(path, ignore_errors=True)
+    try:
+        _git(["worktree", "prune"], cwd=repo, timeout=60)
+    except ConfigError:
+        pass

@@ -1,0 +1,133 @@
+"""What the model sees about one failing case: the question, gold, prediction, how the answer differed, and
+only the KB lines the agent said it used (`Prediction.used`), numbered, with a few lines around them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from bot.cases.model import Case
+from bot.repair.kb import KBFiles, RefusedPath
+from bot.results import CaseResult
+
+AROUND = 3  # lines shown before and after each used range
+MAX_EXCERPT_LINES = 120  # per file
+MAX_FILES = 8
+MAX_TEXT = 4000  # characters of SQL or messages shown
+_REF = re.compile(r"^(?P<path>[^:]+):(?P<first>\d+)(?:-(?P<last>\d+))?$")
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    file: str
+    ranges: tuple[tuple[int, int], ...]  # the used ranges (1-based, inclusive)
+    text: str  # numbered lines "  12 | ..." with `AROUND` lines of context; ">" marks used lines
+
+
+@dataclass(frozen=True)
+class FailureContext:
+    id: str
+    question: str
+    category: str
+    status: str
+    gold: tuple[str, ...]
+    prediction: str | None
+    reason: str
+    first_difference: str
+    structural: str
+    instructions: str
+    excerpts: tuple[Excerpt, ...]
+    unused_refs: tuple[str, ...] = ()  # refs not shown (outside the KB, unreadable), named for the record
+
+
+def parse_refs(used: tuple[str, ...]) -> tuple[dict[str, list[tuple[int, int]]], list[str]]:
+    """{file: [(first, last), ...]} from "kb/metrics/dau.yaml:1-14" refs; the refs that do not parse."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    bad: list[str] = []
+    for ref in used:
+        m = _REF.match(str(ref).strip())
+        if not m:
+            bad.append(str(ref)[:200])
+            continue
+        first = int(m["first"])
+        last = int(m["last"] or first)
+        if first < 1 or last < first:
+            bad.append(str(ref)[:200])
+            continue
+        out.setdefault(m["path"], []).append((first, last))
+    return out, bad
+
+
+def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for first, last in sorted(ranges):
+        if merged and first <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], last))
+        else:
+            merged.append((first, last))
+    return merged
+
+
+def number_lines(text: str, ranges: list[tuple[int, int]], *, around: int = AROUND) -> str:
+    """The used ranges of `text` with `around` lines each side, numbered; `...` between the windows."""
+    lines = text.splitlines()
+    windows = _merge([(max(1, a - around), min(len(lines), b + around)) for a, b in ranges])
+    used = {n for a, b in ranges for n in range(a, b + 1)}
+    width = len(str(len(lines)))
+    out: list[str] = []
+    shown = 0
+    for a, b in windows:
+        if out:
+            out.append("     ...")
+        for n in range(a, b + 1):
+            if shown >= MAX_EXCERPT_LINES:
+                out.append("     ... (cut)")
+                return "\n".join(out)
+            mark = ">" if n in used else " "
+            out.append(f"{mark} {n:>{width}} | {lines[n - 1]}")
+            shown += 1
+    return "\n".join(out)
+
+
+def excerpts(kb: KBFiles, used: tuple[str, ...]) -> tuple[tuple[Excerpt, ...], tuple[str, ...]]:
+    refs, skipped = parse_refs(used)
+    out: list[Excerpt] = []
+    for path, ranges in refs.items():
+        if len(out) >= MAX_FILES:
+            skipped.append(f"{path} (more than {MAX_FILES} files)")
+            continue
+        try:
+            text = kb.read(path)
+        except (RefusedPath, OSError, UnicodeDecodeError):
+            text = None
+        if text is None:
+            skipped.append(path[:200])
+            continue
+        merged = tuple(_merge(ranges))
+        out.append(Excerpt(file=kb.relative(path), ranges=merged, text=number_lines(text, list(merged))))
+    return tuple(out), tuple(skipped)
+
+
+def _cut(text: str | None) -> str:
+    text = text or ""
+    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + " ... (cut)"
+
+
+def failure_context(result: CaseResult, case: Case | None, kb: KBFiles) -> FailureContext:
+    deciding = result.verdicts.get(result.deciding_scorer or "") if result.deciding_scorer else None
+    structural = result.verdicts.get("structural")
+    shown, skipped = excerpts(kb, result.prediction.used)
+    return FailureContext(
+        id=result.id,
+        question=_cut(result.question or (case.question if case else "")),
+        category=result.category,
+        status=result.status,
+        gold=tuple(_cut(g) for g in (case.gold_sql if case else ())),
+        prediction=_cut(result.prediction.sql) if result.prediction.sql else None,
+        reason=_cut(result.reason),
+        first_difference=_cut(deciding.message if deciding else ""),
+        structural=_cut(structural.message if structural else ""),
+        instructions=_cut(case.instructions if case else ""),
+        excerpts=shown,
+        unused_refs=skipped,
+    )

@@ -1,0 +1,337 @@
+"""The repair loop: for each failing case ask the LLM for KB edits, prove each one on PostgreSQL against the
+whole suite, keep it only when it fixes the case and breaks nothing that passed.
+
+Every write goes through one `Transaction`: Ctrl-C, SIGTERM or a crash put the KB back as it was before the
+repair started (a SIGKILL is undone by `recover()` on the next start). Edits proven good are kept when the
+loop ends normally or stops early on an LLM error or the call budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from bot.agents import AgentContext, make_agent
+from bot.agents.base import AgentAdapter
+from bot.cases.loader import parse_duration_ms
+from bot.cases.model import Case, Suite
+from bot.config import Config
+from bot.db.provision import Server
+from bot.llm import BudgetExhausted, LLMBadOutput, LLMError
+from bot.repair.context import failure_context
+from bot.repair.kb import KBFiles, Transaction, recover
+from bot.repair.outcome import (
+    AttemptRecord,
+    CaseRepair,
+    CritiqueRecord,
+    LLMStats,
+    RepairOutcome,
+    unified_diff,
+)
+from bot.repair.plan import PLAN_SCHEMA, CheckedPlan, Plan, PlanError, check_plan, parse_plan
+from bot.repair.prompts import case_messages, critique_messages
+from bot.results import CaseResult, RunResult, count
+from bot.runner import RunOptions, run_suite
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_failures: int = 5
+    max_retries: int = 3
+    max_llm_calls: int = 50
+    max_critique: int = 5
+
+
+def default_agent_factory(config: Config) -> Callable[[], AgentAdapter]:
+    """A fresh agent per run (run_suite closes it); it reads the KB from disk, so edits take effect."""
+    spec = config.agent.spec if config.agent else "gold"
+    options = dict(config.agent.options) if config.agent else {}
+    if config.agent and config.agent.persistent:
+        options["persistent"] = True
+    timeout = config.agent.timeout if config.agent else 120.0
+    ctx = AgentContext(base_dir=config.base_dir, options=options, timeout_s=timeout)
+    return lambda: make_agent(spec, ctx)
+
+
+def default_run_options(config: Config) -> RunOptions:
+    timeout = config.statement_timeout
+    ms = parse_duration_ms(timeout, path="sqlcanary.yml", line=None) if timeout else None
+    return RunOptions(
+        jobs=config.jobs or 2, preset=config.preset, statement_timeout_ms=ms, row_cap=config.row_cap
+    )
+
+
+class _Stop(Exception):
+    """End the loop early, keeping what was proven (budget spent, LLM unusable)."""
+
+
+@dataclass
+class _Loop:
+    run: RunResult
+    suite: Suite
+    server: Server
+    client: object
+    kb: KBFiles
+    tx: Transaction | None
+    limits: Limits
+    agent_factory: Callable[[], AgentAdapter]
+    opts: RunOptions
+    dry_run: bool
+    latest: dict[str, CaseResult] = field(default_factory=dict)
+    initial: dict[str, str | None] = field(default_factory=dict)
+    requests: int = 0
+    cached: int = 0
+    stopped: str | None = None
+    issues: list[str] = field(default_factory=list)
+    improvements: list[str] = field(default_factory=list)
+
+    # -- running the suite ---------------------------------------------------------------------------------
+    def _run(self, cases: list[Case]) -> dict[str, CaseResult]:
+        result = run_suite(self.suite, cases, self.agent_factory(), self.server, self.opts)
+        return {c.id: c for c in result.cases}
+
+    def full_run(self) -> dict[str, CaseResult]:
+        return self._run(list(self.suite.cases))
+
+    def passed(self) -> set[str]:
+        return {k for k, v in self.latest.items() if v.status == "passed"}
+
+    # -- asking ----------------------------------------------------------------------------------------------
+    def ask(self, messages: list[dict], purpose: str) -> tuple[Plan | None, str, bool]:
+        """(plan, why there is none, cached). Raises _Stop when the budget is spent or the LLM is unusable."""
+        if self.requests >= self.limits.max_llm_calls:
+            raise _Stop(f"LLM call budget spent ({self.limits.max_llm_calls} calls)")
+        self.requests += 1
+        try:
+            reply = self.client.complete_json(  # type: ignore[attr-defined]
+                messages, schema=PLAN_SCHEMA, required=("status", "actions"), purpose=purpose
+            )
+        except BudgetExhausted as exc:
+            raise _Stop(f"LLM call budget spent: {exc.message}") from None
+        except LLMBadOutput as exc:
+            return None, f"your reply was not usable JSON: {exc.message}", False
+        except LLMError as exc:
+            raise _Stop(f"LLM error: {exc.message}") from None
+        self.cached += int(reply.cached)
+        try:
+            return parse_plan(reply.data), "", reply.cached
+        except PlanError as exc:
+            return None, f"your reply is not a valid plan: {exc}", reply.cached
+
+    # -- trying a plan ---------------------------------------------------------------------------------------
+    def apply(self, checked: CheckedPlan) -> dict[str, str | None]:
+        assert self.tx is not None
+        for path, text in checked.originals.items():
+            self.initial.setdefault(path, text)
+        return self.tx.apply(checked.changes)
+
+    def verify(self, checked: CheckedPlan, case_id: str | None) -> tuple[str, str, tuple[str, ...]]:
+        """Apply, re-run the case then the suite; (outcome, reason, broken ids). Reverted unless accepted."""
+        undo = self.apply(checked)
+        assert self.tx is not None
+        try:
+            if case_id is not None:
+                case = next(c for c in self.suite.cases if c.id == case_id)
+                one = self._run([case])[case_id]
+                if one.status != "passed":
+                    self.tx.apply(undo)
+                    return (
+                        "still_failing",
+                        f"after your edit the case is still {one.status}: {one.reason}",
+                        (),
+                    )
+            results = self.full_run()
+            broken = tuple(
+                sorted(i for i in self.passed() if results.get(i) and results[i].status != "passed")
+            )
+            if case_id is not None and results[case_id].status != "passed":
+                broken = (*broken, case_id)
+            if broken:
+                self.tx.apply(undo)
+                detail = "; ".join(f"{i}: {results[i].status}: {results[i].reason[:200]}" for i in broken[:8])
+                return "broke_others", f"the edit broke cases that passed before: {detail}", broken
+        except BaseException:
+            self.tx.apply(undo)
+            raise
+        self.latest = results
+        return "accepted", "", ()
+
+    def record(self, n: int, plan: Plan | None, reason: str, cached: bool) -> tuple[AttemptRecord, bool]:
+        """Validate and try one plan; (record, accepted)."""
+        dump = plan.model_dump(mode="json") if plan else None
+        if plan is None:
+            return AttemptRecord(n=n, outcome="bad_reply", reason=reason, cached=cached), False
+        if plan.status == "perfect" or not plan.actions:
+            why = "you proposed no change, but the case still fails"
+            return AttemptRecord(n=n, outcome="no_change", reason=why, plan=dump, cached=cached), False
+        checked = check_plan(plan, self.kb)
+        if not checked.ok:
+            why = "the plan was refused, nothing was written: " + "; ".join(str(r) for r in checked.refusals)
+            return AttemptRecord(n=n, outcome="refused", reason=why, plan=dump, cached=cached), False
+        diff = unified_diff(checked.originals, checked.changes)
+        if self.dry_run:
+            return AttemptRecord(n=n, outcome="dry_run", plan=dump, diff=diff, cached=cached), True
+        return self._tried(n, plan, checked, diff, dump, cached)
+
+    def _tried(self, n: int, plan: Plan, checked: CheckedPlan, diff: str, dump: dict | None, cached: bool):
+        outcome, reason, broken = self.verify(checked, self._case_id)
+        if outcome == "accepted":
+            self.issues.extend(plan.issues_found)
+            self.improvements.extend(plan.improvements_made)
+        record = AttemptRecord(n=n, outcome=outcome, reason=reason, plan=dump, diff=diff, broke=broken,  # type: ignore[arg-type]
+                               cached=cached)  # fmt: skip
+        return record, outcome == "accepted"
+
+    _case_id: str | None = None
+
+    # -- one case --------------------------------------------------------------------------------------------
+    def repair_case(self, result: CaseResult) -> CaseRepair:
+        case = next((c for c in self.suite.cases if c.id == result.id), None)
+        ctx = failure_context(result, case, self.kb)
+        files = sorted(self.kb.files())
+        feedback: list[str] = []
+        attempts: list[AttemptRecord] = []
+        self._case_id = result.id
+        note = ""
+        for n in range(1, self.limits.max_retries + 1):
+            try:
+                messages = case_messages(ctx, globs=self.kb.globs, files=files, feedback=feedback)
+                plan, reason, cached = self.ask(messages, purpose=f"repair:{result.id}:{n}")
+            except _Stop as stop:
+                self.stopped, note = str(stop), str(stop)
+                break
+            record, done = self.record(n, plan, reason, cached)
+            attempts.append(record)
+            if done:
+                break
+            feedback.append(record.reason)
+        after = self.latest[result.id].status if result.id in self.latest else result.status
+        repaired = any(a.outcome == "accepted" for a in attempts)
+        return CaseRepair(id=result.id, question=result.question, before=result.status, after=after,
+                          repaired=repaired, attempts=tuple(attempts), note=note)  # fmt: skip
+
+    # -- the critique pass -------------------------------------------------------------------------------------
+    def critique(self, repaired: list[str]) -> list[CritiqueRecord]:
+        out: list[CritiqueRecord] = []
+        feedback: list[str] = []
+        self._case_id = None
+        for n in range(1, self.limits.max_critique + 1):
+            messages = critique_messages(diff=self.kb_diff(), repaired=repaired, globs=self.kb.globs,
+                                         feedback=feedback)  # fmt: skip
+            try:
+                plan, reason, cached = self.ask(messages, purpose=f"repair:critique:{n}")
+            except _Stop as stop:
+                self.stopped = str(stop)
+                break
+            if plan is not None and plan.status == "perfect" and not plan.actions:
+                out.append(CritiqueRecord(n=n, status="perfect", outcome="no_change",
+                                          plan=plan.model_dump(mode="json")))  # fmt: skip
+                break
+            record, accepted = self.record(n, plan, reason, cached)
+            out.append(CritiqueRecord(n=n, status=plan.status if plan else "", outcome=record.outcome,
+                                      reason=record.reason, plan=record.plan, diff=record.diff))  # fmt: skip
+            if not accepted:
+                feedback.append(record.reason)
+        return out
+
+    def kb_diff(self) -> str:
+        current = {p: self.kb.read(p) for p in self.initial}
+        return unified_diff(self.initial, current)
+
+    def llm_stats(self) -> LLMStats:
+        usage = self.client.usage  # type: ignore[attr-defined]
+        ok, repaired, failed = self.client.parse_stats  # type: ignore[attr-defined]
+        return LLMStats(calls=usage.calls, cached_calls=usage.cached_calls, prompt_tokens=usage.prompt_tokens,
+                        completion_tokens=usage.completion_tokens, cost_usd=usage.cost_usd, parse_ok=ok,
+                        parse_repaired=repaired, parse_failed=failed, requests=self.requests)  # fmt: skip
+
+
+def cap_budget(client: object, max_llm_calls: int) -> None:
+    """Tighten the client's own call budget so the endpoint never sees more than `max_llm_calls` requests
+    from this repair, re-asks for unusable JSON included (the loop's own count sees only plans)."""
+    budget = getattr(client, "budget", None)
+    if budget is None or not hasattr(budget, "max_calls"):
+        return
+    cap = getattr(budget, "calls", 0) + max_llm_calls
+    if budget.max_calls is None or budget.max_calls > cap:
+        budget.max_calls = cap
+
+
+def _baseline(loop: _Loop) -> dict[str, CaseResult]:
+    """The run's results when it covers the whole suite; otherwise a fresh full run (no stale baseline)."""
+    have = {c.id: c for c in loop.run.cases}
+    if all(c.id in have for c in loop.suite.cases) and loop.run.meta.complete:
+        return {c.id: have[c.id] for c in loop.suite.cases}
+    return loop.full_run()
+
+
+def _outcome(loop: _Loop, cases: list[CaseRepair], skipped: list[str], critique: list[CritiqueRecord],
+             *, base_pass_rate: float | None, evaluated_only: bool = False) -> RepairOutcome:  # fmt: skip
+    before = count(list(loop.run.cases))
+    after = count(list(loop.latest.values()))
+    diff = "" if loop.dry_run else loop.kb_diff()
+    changed = (
+        tuple(sorted(p for p in loop.initial if loop.kb.read(p) != loop.initial[p]))
+        if not loop.dry_run
+        else ()
+    )
+    return RepairOutcome(
+        suite=loop.suite.name, dry_run=loop.dry_run, evaluated_only=evaluated_only, stopped=loop.stopped,
+        cases=tuple(cases), skipped=tuple(skipped), critique=tuple(critique), files_changed=changed,
+        kb_diff=diff, issues_found=tuple(dict.fromkeys(loop.issues)),
+        improvements_made=tuple(dict.fromkeys(loop.improvements)), base_pass_rate=base_pass_rate,
+        head_pass_rate=before.pass_rate, repaired_pass_rate=after.pass_rate, counts_before=before,
+        counts_after=after, llm=loop.llm_stats(),
+        final_statuses={k: v.status for k, v in sorted(loop.latest.items())},
+    )  # fmt: skip
+
+
+def repair(
+    run: RunResult,
+    *,
+    config: Config,
+    suite: Suite,
+    server: Server,
+    client: object,
+    max_failures: int = 5,
+    max_retries: int = 3,
+    max_llm_calls: int = 50,
+    max_critique: int = 5,
+    dry_run: bool = False,
+    evaluate_only: bool = False,
+    base_pass_rate: float | None = None,
+    agent_factory: Callable[[], AgentAdapter] | None = None,
+    run_options: RunOptions | None = None,
+) -> RepairOutcome:
+    kb = KBFiles.from_config(config)
+    cap_budget(client, max_llm_calls)
+    recover(kb)  # a repair killed earlier: put its files back first
+    limits = Limits(max_failures=max_failures, max_retries=max_retries, max_llm_calls=max_llm_calls,
+                    max_critique=max_critique)  # fmt: skip
+    loop = _Loop(run=run, suite=suite, server=server, client=client, kb=kb, tx=None, limits=limits,
+                 agent_factory=agent_factory or default_agent_factory(config),
+                 opts=run_options or default_run_options(config), dry_run=dry_run)  # fmt: skip
+    if evaluate_only:
+        loop.latest = loop.full_run()
+        return _outcome(loop, [], [], [], base_pass_rate=base_pass_rate, evaluated_only=True)
+    with Transaction(kb) as tx:
+        loop.tx = tx
+        loop.latest = _baseline(loop)
+        known = {c.id for c in suite.cases}
+        failing = [c for c in run.cases if c.status == "failed" and c.id in known]
+        chosen, skipped = failing[:max_failures], [c.id for c in failing[max_failures:]]
+        cases: list[CaseRepair] = []
+        for result in chosen:
+            if loop.stopped:
+                skipped.append(result.id)
+                continue
+            if loop.latest.get(result.id) and loop.latest[result.id].status == "passed" and not dry_run:
+                cases.append(CaseRepair(id=result.id, question=result.question, before=result.status,
+                                        after="passed", repaired=True, note="fixed by an earlier edit"))  # fmt: skip
+                continue
+            cases.append(loop.repair_case(result))
+        repaired = [c.id for c in cases if c.repaired and c.attempts]
+        critique = loop.critique(repaired) if repaired and not dry_run and not loop.stopped else []
+        outcome = _outcome(loop, cases, skipped, critique, base_pass_rate=base_pass_rate)
+        tx.commit()
+    return outcome

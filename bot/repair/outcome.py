@@ -1,0 +1,131 @@
+"""RepairOutcome: what the repair loop tried, kept and refused, and why (frozen pydantic, written to disk)."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bot.results import Counts
+
+REPAIR_SCHEMA_VERSION = 1
+
+AttemptOutcome = Literal[
+    "accepted",  # fixed the case, the whole suite stayed green: kept
+    "refused",  # the plan failed validation: nothing written
+    "bad_reply",  # the reply was not a usable plan
+    "no_change",  # the model proposed nothing (status perfect / no actions)
+    "still_failing",  # applied, the case still fails: reverted
+    "broke_others",  # applied, fixed the case, broke cases that passed: reverted
+    "dry_run",  # valid, shown, not applied
+]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class AttemptRecord(_Frozen):
+    n: int
+    outcome: AttemptOutcome
+    reason: str = ""
+    plan: dict[str, Any] | None = None
+    diff: str = ""
+    broke: tuple[str, ...] = ()
+    cached: bool = False  # the LLM reply came from the cache
+
+
+class CaseRepair(_Frozen):
+    id: str
+    question: str = ""
+    before: str
+    after: str
+    repaired: bool = False
+    attempts: tuple[AttemptRecord, ...] = ()
+    note: str = ""  # why the case was not attempted, or why it stopped
+
+    @property
+    def accepted(self) -> AttemptRecord | None:
+        return next((a for a in self.attempts if a.outcome == "accepted"), None)
+
+    @property
+    def last_reason(self) -> str:
+        return self.note or (self.attempts[-1].reason if self.attempts else "")
+
+
+class CritiqueRecord(_Frozen):
+    n: int
+    status: str
+    outcome: AttemptOutcome
+    reason: str = ""
+    plan: dict[str, Any] | None = None
+    diff: str = ""
+
+
+class LLMStats(_Frozen):
+    calls: int = 0  # requests sent (re-asks included)
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0
+    parse_ok: int = 0
+    parse_repaired: int = 0
+    parse_failed: int = 0
+    requests: int = 0  # plans asked for by the loop
+
+    @property
+    def parse_success_rate(self) -> float | None:
+        total = self.parse_ok + self.parse_repaired + self.parse_failed
+        return None if total == 0 else (self.parse_ok + self.parse_repaired) / total
+
+
+class RepairOutcome(_Frozen):
+    schema_version: int = REPAIR_SCHEMA_VERSION
+    suite: str
+    dry_run: bool = False
+    evaluated_only: bool = False
+    stopped: str | None = None  # why the loop ended early (budget, LLM error); None when it ran through
+    cases: tuple[CaseRepair, ...] = ()
+    skipped: tuple[str, ...] = ()  # failing cases over --max-failures
+    critique: tuple[CritiqueRecord, ...] = ()
+    files_changed: tuple[str, ...] = ()
+    kb_diff: str = ""
+    issues_found: tuple[str, ...] = ()
+    improvements_made: tuple[str, ...] = ()
+    base_pass_rate: float | None = None
+    head_pass_rate: float | None = None
+    repaired_pass_rate: float | None = None
+    counts_before: Counts = Counts()
+    counts_after: Counts = Counts()
+    llm: LLMStats = LLMStats()
+    final_statuses: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def repaired(self) -> tuple[CaseRepair, ...]:
+        return tuple(c for c in self.cases if c.repaired)
+
+    @property
+    def unrepaired(self) -> tuple[CaseRepair, ...]:
+        return tuple(c for c in self.cases if not c.repaired)
+
+
+def unified_diff(before: Mapping[str, str | None], after: Mapping[str, str | None]) -> str:
+    """A unified diff (git style a/ b/ names) from {path: text or None (absent)} before to after."""
+    chunks: list[str] = []
+    for path in sorted(set(before) | set(after)):
+        old, new = before.get(path), after.get(path)
+        if old == new:
+            continue
+        lines = difflib.unified_diff(
+            (old or "").splitlines(keepends=True),
+            (new or "").splitlines(keepends=True),
+            fromfile=f"a/{path}" if old is not None else "/dev/null",
+            tofile=f"b/{path}" if new is not None else "/dev/null",
+        )
+        text = "".join(
+            line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+        )
+        chunks.append(text)
+    return "".join(chunks)

@@ -1,0 +1,48 @@
+"""The repair report (templates/repair_report.md.j2) and the console summary of a RepairOutcome."""
+
+from __future__ import annotations
+
+from bot.repair.outcome import RepairOutcome
+from bot.report.filters import pct
+from bot.report.render import environment, tidy_markdown
+
+
+def render_report(outcome: RepairOutcome) -> str:
+    return tidy_markdown(environment().get_template("repair_report.md.j2").render(outcome=outcome))
+
+
+def _actions(plan: dict | None) -> str:
+    if not plan:
+        return ""
+    return ", ".join(f"{a.get('type')} {a.get('file')}" for a in plan.get("actions") or [])
+
+
+def console_summary(outcome: RepairOutcome) -> str:
+    """Total | Passed | Repaired | Failed, then the repaired cases with their actions and the rest with reasons."""
+    after = outcome.counts_after
+    repaired = outcome.repaired
+    failed = after.total - after.passed - after.invalid
+    lines = [
+        f"{'Total':>7} | {'Passed':>7} | {'Repaired':>8} | {'Failed':>7}",
+        f"{after.total:>7} | {after.passed:>7} | {len(repaired):>8} | {failed:>7}",
+        f"pass rate {pct(outcome.head_pass_rate)} -> {pct(outcome.repaired_pass_rate)}",
+    ]
+    if repaired:
+        lines.append("\nrepaired:")
+        for c in repaired:
+            a = c.accepted
+            lines.append(f"  {c.id}: {_actions(a.plan) if a else c.note}")
+    if outcome.unrepaired:
+        lines.append("\nnot repaired:")
+        for c in outcome.unrepaired:
+            lines.append(f"  {c.id}: {c.last_reason[:300] or 'no attempt'}")
+    if outcome.skipped:
+        lines.append(f"\nnot attempted (over --max-failures or stopped): {', '.join(outcome.skipped)}")
+    llm = outcome.llm
+    cost = "n/a" if llm.cost_usd is None else f"${llm.cost_usd:.4f}"
+    lines.append(f"\nLLM: {llm.calls} call(s), {llm.cached_calls} cached, "
+                 f"{llm.prompt_tokens + llm.completion_tokens} tokens, {cost}, "
+                 f"JSON parse success {pct(llm.parse_success_rate)}")  # fmt: skip
+    if outcome.stopped:
+        lines.append(f"stopped early: {outcome.stopped}")
+    return "\n".join(lines)

@@ -1,0 +1,142 @@
+"""Plan parsing and validation of the repair loop against a copy of the shop KB (no database)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bot.config import Config, KBConfig
+from bot.repair.kb import KBFiles
+from bot.repair.plan import PlanError, check_plan, kb_folders, parse_plan
+
+SHOP = Path(__file__).resolve().parents[2] / "benchmarks" / "shop"
+GLOBS = ("kb/**/*.yaml", "kb/**/*.yml", "kb/**/*.sql", "kb/**/*.md")
+
+
+@pytest.fixture
+def kb(tmp_path: Path) -> KBFiles:
+    shutil.copytree(SHOP / "kb", tmp_path / "kb")
+    (tmp_path / "agent.py").write_text("x = 1\n")
+    return KBFiles.from_config(Config(base_dir=str(tmp_path), kb=KBConfig(paths=GLOBS)))
+
+
+def plan(*actions: dict, status: str = "updated", **extra) -> dict:
+    return {"status": status, "issues_found": ["i"], "improvements_made": ["m"], "actions": list(actions),
+            "reasoning": "r", **extra}  # fmt: skip
+
+
+def edit(file: str, search: str, replace: str, kind: str = "edit_metric") -> dict:
+    return {"type": kind, "file": file, "edits": [{"search": search, "replace": replace}]}
+
+
+def refusals(kb: KBFiles, data: dict) -> str:
+    checked = check_plan(parse_plan(data), kb)
+    assert not checked.ok and not checked.changes
+    return " | ".join(str(r) for r in checked.refusals)
+
+
+def test_a_good_edit_yields_the_new_text(kb: KBFiles):
+    checked = check_plan(parse_plan(plan(edit("kb/metrics/cpc.yaml", "denominator: clicks",
+                                              "denominator: clicks  # per click"))), kb)  # fmt: skip
+    assert checked.ok, checked.refusals
+    assert "denominator: clicks  # per click" in checked.changes["kb/metrics/cpc.yaml"]
+    assert checked.originals["kb/metrics/cpc.yaml"] == (kb.root / "kb/metrics/cpc.yaml").read_text()
+
+
+def test_parse_reports_ignored_keys_and_rejects_bad_shapes():
+    p = parse_plan({**plan(), "confidence": 0.9, "actions": [{**edit("kb/a.yaml", "a", "b"), "why": "x"}]})
+    assert p.ignored_keys == ("confidence", "actions[0].why")
+    for bad, where in [
+        ([], "one JSON object"),
+        ({"actions": []}, "status"),
+        (plan(status="done"), "status"),
+        (plan({"type": "delete_file", "file": "kb/x.yaml"}), "actions.0.type"),
+        (plan({"type": "edit_metric"}), "actions.0.file"),
+    ]:
+        with pytest.raises(PlanError, match=where):
+            parse_plan(bad)
+
+
+def test_search_text_must_occur_exactly_once(kb: KBFiles):
+    assert "not found" in refusals(kb, plan(edit("kb/metrics/cpc.yaml", "denominator: views", "x")))
+    twice = refusals(kb, plan(edit("kb/metrics/dau.yaml", "a", "b")))
+    assert "times (must be exactly once)" in twice
+    assert "empty" in refusals(kb, plan(edit("kb/metrics/dau.yaml", "", "b")))
+
+
+def test_broken_yaml_is_refused(kb: KBFiles):
+    reason = refusals(kb, plan(edit("kb/metrics/cpc.yaml", "denominator: clicks", "denominator: [clicks")))
+    assert "YAML does not parse" in reason
+
+
+def test_kb_validator_errors_are_refused(kb: KBFiles):
+    reason = refusals(kb, plan(edit("kb/metrics/cpc.yaml", "denominator: clicks", "denominator: nonsense")))
+    assert "KB validator" in reason and "nonsense" in reason
+    unknown = refusals(kb, plan(edit("kb/metrics/cpc.yaml", "denominator: clicks",
+                                     "denominator: clicks\nbogus_key: 1")))  # fmt: skip
+    assert "bogus_key" in unknown
+
+
+def test_sql_snippet_that_does_not_parse_is_refused(kb: KBFiles):
+    bad = {"type": "create_snippet", "file": "kb/snippets/new_one.sql", "content": "SELECT FROM WHERE (("}
+    assert "does not parse" in refusals(kb, plan(bad))
+    good = {"type": "create_snippet", "file": "kb/snippets/new_one.sql", "content": "SELECT 1 AS x\n"}
+    assert check_plan(parse_plan(plan(good)), kb).ok
+
+
+def test_create_never_overwrites_and_edit_needs_a_file(kb: KBFiles):
+    over = {"type": "create_metric", "file": "kb/metrics/cpc.yaml", "content": "name: cpc\n"}
+    assert "already exists" in refusals(kb, plan(over))
+    assert "does not exist" in refusals(kb, plan(edit("kb/metrics/nope.yaml", "a", "b")))
+    mixed = {"type": "edit_metric", "file": "kb/metrics/cpc.yaml", "content": "x"}
+    assert "needs `edits`" in refusals(kb, plan(mixed))
+    assert "writes a .sql file" in refusals(kb, plan(edit("kb/metrics/cpc.yaml", "a", "b", "edit_snippet")))
+
+
+@pytest.mark.parametrize(
+    "path", ["../../.github/workflows/x.yml", "/etc/passwd", "agent.py", ".github/x.yml", "kb/../agent.py"]
+)
+def test_hostile_paths_refuse_the_whole_plan(kb: KBFiles, path: str):
+    good = edit("kb/metrics/cpc.yaml", "denominator: clicks", "denominator: clicks  # ok")
+    hostile = {"type": "create_metric", "file": path, "content": "name: x\n"}
+    reason = refusals(kb, plan(good, hostile))
+    assert "actions[1]" in reason and "actions[0]" not in reason
+
+
+def test_updated_without_actions_and_no_op_edits_are_refused(kb: KBFiles):
+    assert "no actions" in refusals(kb, plan())
+    assert "change nothing" in refusals(kb, plan(edit("kb/metrics/cpc.yaml", "clicks", "clicks")))
+
+
+def test_actions_on_one_file_chain(kb: KBFiles):
+    first = edit("kb/metrics/cpc.yaml", "denominator: clicks", "denominator: clicks  # A")
+    second = edit("kb/metrics/cpc.yaml", "# A", "# B")
+    checked = check_plan(parse_plan(plan(first, second)), kb)
+    assert checked.ok and "# B" in checked.changes["kb/metrics/cpc.yaml"]
+
+
+def test_kb_folders_from_globs(kb: KBFiles):
+    assert kb_folders(kb) == ("kb",)
+    assert kb_folders(KBFiles(root=kb.root, globs=("docs/kb/*.md", "*.yaml"))) == ("docs/kb", "")
+
+
+def test_failure_context_shows_only_the_used_lines_and_never_outside_the_kb(kb: KBFiles):
+    from bot.repair.context import excerpts
+
+    used = (
+        "kb/metrics/cpc.yaml:2-3",
+        "../../etc/passwd:1-3",
+        "agent.py:1-1",
+        "kb/metrics/cpc.yaml:3-4",
+        "junk",
+    )
+    shown, skipped = excerpts(kb, used)
+    (ex,) = shown
+    assert ex.file == "kb/metrics/cpc.yaml" and ex.ranges == ((2, 4),)
+    lines = (kb.root / "kb/metrics/cpc.yaml").read_text().splitlines()
+    assert len(ex.text.splitlines()) == min(len(lines), 4 + 3)  # lines 1..7 at most: used 2-4, 3 around
+    assert re.search(r"^> +2 \|", ex.text, re.M) and re.search(r"^  +1 \|", ex.text, re.M)
+    assert set(skipped) == {"../../etc/passwd", "agent.py", "junk"}
