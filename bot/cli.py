@@ -3,52 +3,34 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 
 from bot.errors import EXIT_BAD_INPUT, EXIT_OK, error_boundary
 
+# (command, module under bot/commands, help): each module has add_arguments(parser) and main(args) -> int.
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("run", "run", "run a benchmark suite through an agent and judge every case"),
+    ("rescore", "rescore", "judge a saved run's predictions again (no agent call)"),
+    ("import", "import_", "turn a public benchmark into a sqlcanary suite"),
+    ("compare", "compare", "which cases a change broke or fixed: compare a base and a head run"),
+    ("check", "check", "the local PR check: evaluate base and head commits and compare them"),
+    ("merge", "merge", "join the RunResults of `run --shard I/N` jobs into one"),
+    ("report", "report", "render a run, or the change from a base run: md, summary, html, junit, json"),
+    ("repair", "repair", "ask an LLM for KB edits that fix failing cases; keep the proven ones"),
+)
+
 
 def build_parser() -> argparse.ArgumentParser:
-    from bot.commands import import_, rescore, run
-
     parser = argparse.ArgumentParser(prog="sqlcanary", description="Keep text-to-SQL agents honest.")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    p = sub.add_parser("run", help="run a benchmark suite through an agent and judge every case")
-    run.add_arguments(p)
-    p.set_defaults(func=run.main)
-    p = sub.add_parser("rescore", help="judge a saved run's predictions again (no agent call)")
-    rescore.add_arguments(p)
-    p.set_defaults(func=rescore.main)
-    p = sub.add_parser("import", help="turn a public benchmark into a sqlcanary suite")
-    import_.add_arguments(p)
-    p.set_defaults(func=import_.main)
-    from bot.commands import compare
-
-    p = sub.add_parser("compare", help="which cases a change broke or fixed: compare a base and a head run")
-    compare.add_arguments(p)
-    p.set_defaults(func=compare.main)
-    from bot.commands import check, merge
-
-    p = sub.add_parser("check", help="the local PR check: evaluate base and head commits and compare them")
-    check.add_arguments(p)
-    p.set_defaults(func=check.main)
-    p = sub.add_parser("merge", help="join the RunResults of `run --shard I/N` jobs into one")
-    merge.add_arguments(p)
-    p.set_defaults(func=merge.main)
-    from bot.commands import report
-
-    p = sub.add_parser(
-        "report", help="render a run, or the change from a base run: md, summary, html, junit, json"
-    )
-    report.add_arguments(p)
-    p.set_defaults(func=report.main)
-    from bot.commands import repair
-
-    p = sub.add_parser("repair", help="ask an LLM for KB edits that fix failing cases; keep proven ones")
-    repair.add_arguments(p)
-    p.set_defaults(func=repair.main)
+    for name, module_name, help_text in COMMANDS:
+        module = importlib.import_module(f"bot.commands.{module_name}")
+        p = sub.add_parser(name, help=help_text)
+        module.add_arguments(p)
+        p.set_defaults(func=module.main)
     return parser
 
 

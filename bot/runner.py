@@ -57,6 +57,8 @@ class RunOptions:
     statement_timeout_ms: int | None = None
     row_cap: int | None = None
     structural: bool = False
+    # `--llm-judge`: an LLM's opinion on structural equivalence for failing cases (a diagnostic, never deciding).
+    judge: Callable[[Case, str], Verdict] | None = None
     out: Path | None = None
     filters: dict = field(default_factory=dict)
     repeats: int = 1  # `--repeat K`: answers per case
@@ -186,6 +188,10 @@ def _evaluate(case: Case, answer: Answer, session: Session, options: CompareOpti
         if sv is not None:
             ev = Evaluation(status=ev.status, verdicts={**ev.verdicts, "structural": sv}, deciding=ev.deciding,
                             reason=ev.reason, error_class=ev.error_class, alternative=ev.alternative)  # fmt: skip
+    if opts.judge is not None and ev.status == "failed" and answer.sql and case.gold_sql:
+        jv = opts.judge(case, answer.sql)
+        ev = Evaluation(status=ev.status, verdicts={**ev.verdicts, "llm_judge": jv}, deciding=ev.deciding,
+                        reason=ev.reason, error_class=ev.error_class, alternative=ev.alternative)  # fmt: skip
     return ev
 
 

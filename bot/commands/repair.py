@@ -17,7 +17,14 @@ DEFAULT_OUT = "sqlcanary-results/repair"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run_file", metavar="RUN.json", help="a saved RunResult whose failing cases to repair")
+    p.add_argument(
+        "run_file", metavar="RUN.json", nargs="?", help="a saved RunResult whose failing cases to repair"
+    )
+    p.add_argument(
+        "--from-check",
+        metavar="DIR",
+        help="repair what `sqlcanary check --out DIR` found: its head.json, with base.json as the base",
+    )
     p.add_argument("--config", help="sqlcanary.yml (default: the run's suite folder's, then ./sqlcanary.yml)")
     p.add_argument("--suite", help="the suite folder (default: the config's `suite`, then the run's)")
     p.add_argument("--dsn", help="PostgreSQL to use (default: DATABASE_URL, then an embedded server)")
@@ -36,6 +43,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--out", help=f"folder for outcome.json, kb.diff, repair_report.md (default {DEFAULT_OUT})"
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+
+
+def _from_check(args: argparse.Namespace) -> None:
+    """`--from-check DIR` stands for `DIR/head.json --base DIR/base.json`."""
+    if args.from_check:
+        folder = Path(args.from_check)
+        if args.run_file:
+            raise ConfigError("give RUN.json or --from-check DIR, not both")
+        if not (folder / "head.json").is_file():
+            raise ConfigError(
+                "no head.json here: is it the --out folder of `sqlcanary check`?", path=str(folder)
+            )
+        args.run_file = str(folder / "head.json")
+        if not args.base and (folder / "base.json").is_file():
+            args.base = str(folder / "base.json")
+    elif not args.run_file:
+        raise ConfigError("give the run to repair (RUN.json) or --from-check DIR")
 
 
 def _positive(args: argparse.Namespace) -> None:
@@ -101,6 +125,7 @@ def main(args: argparse.Namespace) -> int:
     from bot.repair.report import console_summary, render_report
 
     _positive(args)
+    _from_check(args)
     run = read_run(args.run_file)
     config = find_config(args.config, args.suite or run.meta.suite_path or None)
     suite_path = args.suite or (str(config.path(config.suite)) if config.suite else run.meta.suite_path)

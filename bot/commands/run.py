@@ -34,6 +34,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--structural", action="store_true", help="structural diff on every case, not only failures"
     )
+    p.add_argument(
+        "--llm-judge",
+        action="store_true",
+        help="ask the LLM (config `llm:`) whether each failing prediction is equivalent to the gold (one call per "
+        "failing case; a diagnostic, never the verdict)",
+    )
     p.add_argument("--min-pass-rate", type=float, help="exit 1 when the pass rate (0-1) is below this")
     p.add_argument("--shard", metavar="I/N", help="run only shard I of N (split by case id; see `merge`)")
 
@@ -131,6 +137,19 @@ def suite_and_cases(args: argparse.Namespace, config: Config) -> tuple[Suite, li
     return suite, cases
 
 
+def llm_judge(config: Config):
+    """The `--llm-judge` diagnostic: one client (cache and budget of the config's `llm:`) for the whole run."""
+    from bot.llm import LLMClient
+    from bot.scoring.llm_judge import llm_judge_verdict
+
+    client = LLMClient(config.llm)
+
+    def judge(case: Case, sql: str):
+        return llm_judge_verdict(client, case.question, case.gold_sql[0], sql)
+
+    return judge
+
+
 def run_options(
     args: argparse.Namespace, config: Config, choice: AgentChoice, *, out: Path | None
 ) -> RunOptions:
@@ -148,6 +167,7 @@ def run_options(
         else None,
         row_cap=args.row_cap or config.row_cap,
         structural=getattr(args, "structural", False),
+        judge=llm_judge(config) if getattr(args, "llm_judge", False) else None,
         out=out,
         filters={k: v for k, v in {"tags": parse_tags(args.tags), "ids": args.ids}.items() if v},
         repeats=repeats(args),
