@@ -81,12 +81,16 @@ def load_yaml_text(text: str, path: str) -> Any:
         raise
 
 
-def load_yaml_file(path: str | Path) -> Any:
+def read_text_file(path: str | Path) -> str:
+    """A suite's text file, or a CaseFileError naming it (missing, not UTF-8)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        return p.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise CaseFileError("no such file", path=str(p)) from exc
     except UnicodeDecodeError as exc:
         raise CaseFileError(f"not UTF-8 text: {exc.reason}", path=str(p)) from exc
-    return load_yaml_text(text, str(p))
+
+
+def load_yaml_file(path: str | Path) -> Any:
+    return load_yaml_text(read_text_file(path), str(path))

@@ -127,8 +127,9 @@ def _read_recipe(draft: Draft, path: str, text: str) -> None:
     _read_named(draft, path, text, Recipe, draft.recipes, "recipe")
 
 
-def _span_list(draft: Draft, path: str, doc: SpanDict, key: str, kind: str, names: list[str]) -> None:
-    items = doc.get(key)
+def _span_list(draft: Draft, path: str, doc: Any, key: str, kind: str, names: list[str]) -> None:
+    """Record the line span of each item of the list `doc[key]` as `kind:name`."""
+    items = doc.get(key) if isinstance(doc, dict) else None
     if isinstance(items, SpanList):
         for name, (start, end) in zip(names, items.item_spans, strict=False):
             draft.span(f"{kind}:{name}", path, start, end)
@@ -144,14 +145,8 @@ def _read_dimensions(draft: Draft, path: str, text: str) -> None:
     _span_list(draft, path, doc, "time_grains", "grain", [g.name for g in dims.time_grains])
     _span_list(draft, path, doc, "day_filters", "day_filter", [f.name for f in dims.day_filters])
     for dim, raw in zip(dims.dimensions, doc["dimensions"], strict=False):
-        for key, kind, names in (
-            ("values", "value", [v.value for v in dim.values]),
-            ("groups", "group", [g.name for g in dim.groups]),
-        ):
-            items = raw.get(key)
-            if isinstance(items, SpanList):
-                for name, (start, end) in zip(names, items.item_spans, strict=False):
-                    draft.span(f"{kind}:{dim.name}:{name}", path, start, end)
+        _span_list(draft, path, raw, "values", f"value:{dim.name}", [v.value for v in dim.values])
+        _span_list(draft, path, raw, "groups", f"group:{dim.name}", [g.name for g in dim.groups])
 
 
 def _read_tables(draft: Draft, path: str, text: str) -> None:

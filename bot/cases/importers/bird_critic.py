@@ -24,6 +24,7 @@ from bot.cases.importers.common import (
 )
 from bot.cases.importers.writes import find_write_targets, query_flags, table_checks
 from bot.cases.model import CATEGORIES, READ_ONLY_CATEGORIES
+from bot.cases.yamlread import read_text_file
 from bot.errors import CaseFileError
 
 DB_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,40}")
@@ -86,12 +87,7 @@ def import_bird_critic(jsonl: Path, *, db_dir: Path, out: Path) -> ImportReport:
 
 def read_instances(jsonl: Path) -> list[Instance]:
     """Every task in the file; a malformed line or a duplicate instance_id is an error naming its line."""
-    try:
-        text = jsonl.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise CaseFileError("no such file", path=str(jsonl)) from exc
-    except UnicodeDecodeError as exc:
-        raise CaseFileError(f"not UTF-8 text: {exc.reason}", path=str(jsonl)) from exc
+    text = read_text_file(jsonl)
     instances: list[Instance] = []
     seen: dict[str, int] = {}
     for lineno, raw in enumerate(text.splitlines(), start=1):
