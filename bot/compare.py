@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot.errors import ResultFileError
-from bot.results import CaseResult, Counts, RunMeta, RunResult, summarize
+from bot.results import CaseResult, Counts, GateSettings, RunMeta, RunResult, summarize
 from bot.stats import discordant_pairs, mcnemar_one_sided
 
 COMPARISON_SCHEMA_VERSION = 1
@@ -36,17 +36,6 @@ Verdict = Literal["pass", "regressions", "incomparable"]
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class GateSettings(_Frozen):
-    """When a comparison fails the gate. A regression is only called when it is significant (exact McNemar
-    test on the paired attempts, p < alpha) and at least `min_regression_count` attempts moved."""
-
-    max_regressions: int = Field(default=0, ge=0)
-    min_pass_rate: float | None = Field(default=None, ge=0, le=1)
-    max_pass_rate_drop: float | None = Field(default=None, ge=0, le=1)
-    alpha: float = Field(default=0.05, gt=0, lt=1)
-    min_regression_count: int = Field(default=1, ge=1)
 
 
 class CaseChange(_Frozen):

@@ -10,9 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from bot.cases.model import check_preset
 from bot.cases.yamlread import LineDict, load_yaml_file
-from bot.compare import GateSettings
 from bot.errors import ConfigError
 from bot.llm.settings import LLMSettings
+from bot.results import GateSettings
 
 CONFIG_NAMES = ("sqlcanary.yml", "sqlcanary.yaml")
 

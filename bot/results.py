@@ -100,6 +100,17 @@ class CaseResult(_Frozen):
         return len(self.attempts) or 1
 
 
+class GateSettings(_Frozen):
+    """When a comparison fails the gate. A regression is only called when it is significant (exact McNemar
+    test on the paired attempts, p < alpha) and at least `min_regression_count` attempts moved."""
+
+    max_regressions: int = Field(default=0, ge=0)
+    min_pass_rate: float | None = Field(default=None, ge=0, le=1)
+    max_pass_rate_drop: float | None = Field(default=None, ge=0, le=1)
+    alpha: float = Field(default=0.05, gt=0, lt=1)
+    min_regression_count: int = Field(default=1, ge=1)
+
+
 class Counts(_Frozen):
     total: int = 0
     passed: int = 0
