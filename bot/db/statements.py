@@ -84,20 +84,6 @@ def _check_statement(stmt: Statement) -> None:
             )
 
 
-def single_query(sql: str) -> str:
-    """The one statement of a read-only prediction, or UnsafeSQL (none, or more than one)."""
-    stmts = split_statements(sql)
-    if not stmts:
-        raise UnsafeSQL("the prediction is empty", error_class="empty")
-    if len(stmts) > 1:
-        raise UnsafeSQL(
-            f"the prediction holds {len(stmts)} statements; a query case takes exactly one",
-            error_class="multiple_statements",
-        )
-    _check_statement(stmts[0])
-    return stmts[0].text
-
-
 def write_statements(sql: str) -> list[str]:
     """The statements of a prediction for a case that writes, after refusing transaction control."""
     stmts = split_statements(sql)

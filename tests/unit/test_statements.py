@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.db.statements import UnsafeSQL, single_query, split_statements, write_statements
+from bot.db.statements import UnsafeSQL, split_statements, write_statements
 
 
 def _texts(sql: str) -> list[str]:
@@ -65,34 +65,32 @@ def test_split_refuses_unterminated_text(sql: str) -> None:
     assert info.value.error_class == "unparsable"
 
 
-# --- single_query ----------------------------------------------------------------------------------------------
+# --- one statement, or none, or two ----------------------------------------------------------------------------
 
 
-def test_single_query_returns_the_one_statement_without_semicolon() -> None:
-    assert single_query("  SELECT 1 ;  -- done\n") == "SELECT 1"
+def test_split_returns_the_one_statement_without_semicolon() -> None:
+    assert [st.text for st in split_statements("  SELECT 1 ;  -- done\n")] == ["SELECT 1"]
 
 
 @pytest.mark.parametrize("sql", ["", " ; ", "-- nothing here"])
-def test_single_query_refuses_no_statement(sql: str) -> None:
+def test_a_prediction_with_no_statement_is_refused(sql: str) -> None:
     with pytest.raises(UnsafeSQL) as info:
-        single_query(sql)
+        write_statements(sql)
     assert info.value.error_class == "empty"
 
 
 @pytest.mark.parametrize("sql", ["SELECT 1; SELECT 2", "SELECT 1; DROP TABLE t", "SELECT 'a\\'; COMMIT; --'"])
-def test_single_query_refuses_two_statements(sql: str) -> None:
-    with pytest.raises(UnsafeSQL, match="2 statements") as info:
-        single_query(sql)
-    assert info.value.error_class == "multiple_statements"
+def test_split_finds_two_statements(sql: str) -> None:
+    assert len(split_statements(sql)) == 2
 
 
-def test_single_query_keeps_a_semicolon_inside_a_string() -> None:
-    assert single_query("SELECT ';' AS semi;") == "SELECT ';' AS semi"
+def test_split_keeps_a_semicolon_inside_a_string() -> None:
+    assert [st.text for st in split_statements("SELECT ';' AS semi;")] == ["SELECT ';' AS semi"]
 
 
-def test_single_query_refuses_transaction_control() -> None:
+def test_transaction_control_alone_is_refused() -> None:
     with pytest.raises(UnsafeSQL) as info:
-        single_query("COMMIT")
+        write_statements("COMMIT")
     assert info.value.error_class == "forbidden_statement"
 
 
