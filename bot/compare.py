@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from bot.errors import ResultFileError
-from bot.results import CaseResult, Counts, GateSettings, RunMeta, RunResult, summarize
+from bot.results import CaseResult, Counts, FrozenModel, GateSettings, RunMeta, RunResult, summarize
 from bot.stats import discordant_pairs, mcnemar_one_sided
 
 COMPARISON_SCHEMA_VERSION = 1
@@ -34,11 +34,7 @@ TRANSITIONS: tuple[str, ...] = (
 Verdict = Literal["pass", "regressions", "incomparable"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class CaseChange(_Frozen):
+class CaseChange(FrozenModel):
     id: str
     transition: Transition
     category: str = ""
@@ -61,7 +57,7 @@ class CaseChange(_Frozen):
     source: str | None = None  # case file:line
 
 
-class RateDelta(_Frozen):
+class RateDelta(FrozenModel):
     base: Counts
     head: Counts
     base_rate: float | None
@@ -69,7 +65,7 @@ class RateDelta(_Frozen):
     delta: float | None  # head_rate - base_rate
 
 
-class Comparison(_Frozen):
+class Comparison(FrozenModel):
     schema_version: int = COMPARISON_SCHEMA_VERSION
     verdict: Verdict
     reasons: tuple[str, ...] = ()  # why the gate failed, or why the runs are incomparable

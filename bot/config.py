@@ -6,38 +6,34 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from bot.cases.model import check_preset
 from bot.cases.yamlread import LineDict, load_yaml_file
 from bot.errors import ConfigError
 from bot.llm.settings import LLMSettings
-from bot.results import GateSettings
+from bot.results import FrozenModel, GateSettings
 
 CONFIG_NAMES = ("sqlcanary.yml", "sqlcanary.yaml")
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class AgentConfig(_Model):
+class AgentConfig(FrozenModel):
     spec: str
     timeout: float = Field(default=120.0, gt=0)
     persistent: bool = False
     options: dict[str, Any] = Field(default_factory=dict)
 
 
-class KBConfig(_Model):
+class KBConfig(FrozenModel):
     paths: tuple[str, ...] = ()
 
 
-class CacheConfig(_Model):
+class CacheConfig(FrozenModel):
     answers: bool = True  # reuse an agent's answer when its fingerprint, the KB and the case are unchanged
     runs: bool = True  # `sqlcanary check`: reuse the base commit's RunResult
 
 
-class Config(_Model):
+class Config(FrozenModel):
     suite: str | None = None
     agent: AgentConfig | None = None
     dsn: str | None = Field(default=None, repr=False)

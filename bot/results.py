@@ -31,11 +31,13 @@ class ResultSet:
     truncated: bool = False
 
 
-class _Frozen(BaseModel):
+class FrozenModel(BaseModel):
+    """The base of every model written to disk or read from a file: immutable, unknown keys refused."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class Verdict(_Frozen):
+class Verdict(FrozenModel):
     """One scorer's judgement of one case. `match` None means not decidable, which is not "wrong"."""
 
     scorer: str
@@ -46,7 +48,7 @@ class Verdict(_Frozen):
     details: dict[str, Any] = Field(default_factory=dict)
 
 
-class Prediction(_Frozen):
+class Prediction(FrozenModel):
     sql: str | None = None
     error: str | None = None
     error_class: str | None = None
@@ -57,7 +59,7 @@ class Prediction(_Frozen):
     duration_s: float | None = None
 
 
-class Attempt(_Frozen):
+class Attempt(FrozenModel):
     """One of K answers to a case (`--repeat K`): enough to tell a flaky agent from a broken one."""
 
     status: Status
@@ -66,7 +68,7 @@ class Attempt(_Frozen):
     error_class: str | None = None
 
 
-class CaseResult(_Frozen):
+class CaseResult(FrozenModel):
     """One case's outcome. With `--repeat K`, `attempts` holds every answer; `status` is then the majority
     outcome (ties go to the worse one) and `passes` counts the attempts that passed."""
 
@@ -100,7 +102,7 @@ class CaseResult(_Frozen):
         return len(self.attempts) or 1
 
 
-class GateSettings(_Frozen):
+class GateSettings(FrozenModel):
     """When a comparison fails the gate. A regression is only called when it is significant (exact McNemar
     test on the paired attempts, p < alpha) and at least `min_regression_count` attempts moved."""
 
@@ -111,7 +113,7 @@ class GateSettings(_Frozen):
     min_regression_count: int = Field(default=1, ge=1)
 
 
-class Counts(_Frozen):
+class Counts(FrozenModel):
     total: int = 0
     passed: int = 0
     failed: int = 0
@@ -130,7 +132,7 @@ class Summary(Counts):
     by_category: dict[str, Counts] = Field(default_factory=dict)
 
 
-class RunMeta(_Frozen):
+class RunMeta(FrozenModel):
     suite: str
     suite_hash: str
     suite_path: str = ""
@@ -154,7 +156,7 @@ class RunMeta(_Frozen):
     cache_hits: int = 0  # answers taken from the answer cache instead
 
 
-class RunResult(_Frozen):
+class RunResult(FrozenModel):
     schema_version: int = SCHEMA_VERSION
     meta: RunMeta
     summary: Summary

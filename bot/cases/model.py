@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
+
+from bot.results import FrozenModel
 
 Category = Literal["query", "personalization", "management", "efficiency"]
 CATEGORIES: tuple[str, ...] = ("query", "personalization", "management", "efficiency")
@@ -29,11 +31,7 @@ def check_preset(value: str | None) -> str | None:
     return value
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class CompareOptions(_Frozen):
+class CompareOptions(FrozenModel):
     """How result sets are compared. Unset fields come from the preset (default `sqlcanary`)."""
 
     preset: str | None = None
@@ -59,7 +57,7 @@ class CompareOptions(_Frozen):
         return CompareOptions(**data)
 
 
-class Check(_Frozen):
+class Check(FrozenModel):
     """A query run after a write.
 
     `expect: true` (default): it must return one true value; a list: exactly those rows (as a multiset);
@@ -71,7 +69,7 @@ class Check(_Frozen):
     name: str = ""
 
 
-class Efficiency(_Frozen):
+class Efficiency(FrozenModel):
     """For efficiency cases: the prediction's plan cost must be at most (1 - threshold) x the reference's.
 
     `reference_sql` is the slow query being rewritten (default: the gold). `explain_sql` is the query whose
@@ -83,7 +81,7 @@ class Efficiency(_Frozen):
     threshold: float = Field(default=0.0, ge=0, lt=1)
 
 
-class Case(_Frozen):
+class Case(FrozenModel):
     id: str
     question: str
     gold_sql: tuple[str, ...] = ()
@@ -125,7 +123,7 @@ class Case(_Frozen):
         }
 
 
-class SuiteSettings(_Frozen):
+class SuiteSettings(FrozenModel):
     statement_timeout_ms: int = Field(default=30_000, gt=0)
     row_cap: int = Field(default=10_000, gt=0)
     compare: CompareOptions = CompareOptions()

@@ -9,42 +9,40 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from bot.results import FrozenModel
 
 Aggregation = Literal["sum", "avg", "count", "count_distinct", "min", "max", "ratio"]
 AGGREGATIONS: tuple[str, ...] = ("sum", "avg", "count", "count_distinct", "min", "max", "ratio")
 IDENTIFIER = r"^[a-z_][a-z0-9_]*$"
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class TableDoc(_Frozen):
+class TableDoc(FrozenModel):
     description: str
     columns: dict[str, str] = Field(min_length=1)
     aliases: tuple[str, ...] = ()
     deprecated: bool = False
 
 
-class TablesFile(_Frozen):
+class TablesFile(FrozenModel):
     tables: dict[str, TableDoc] = Field(min_length=1)
 
 
-class DimensionValue(_Frozen):
+class DimensionValue(FrozenModel):
     """A value as stored in the column (matched case-sensitively) and the names people use for it."""
 
     value: str
     aliases: tuple[str, ...] = ()
 
 
-class ValueGroup(_Frozen):
+class ValueGroup(FrozenModel):
     name: str
     aliases: tuple[str, ...] = ()
     members: tuple[str, ...] = Field(min_length=1)
 
 
-class Dimension(_Frozen):
+class Dimension(FrozenModel):
     name: str = Field(pattern=IDENTIFIER)
     column: str = Field(pattern=IDENTIFIER)
     synonyms: tuple[str, ...] = ()
@@ -53,7 +51,7 @@ class Dimension(_Frozen):
     groups: tuple[ValueGroup, ...] = ()
 
 
-class TimeGrain(_Frozen):
+class TimeGrain(FrozenModel):
     """A breakdown over time; `sql` is a template over `{column}` (the metric's time column)."""
 
     name: str = Field(pattern=IDENTIFIER)
@@ -61,7 +59,7 @@ class TimeGrain(_Frozen):
     sql: str
 
 
-class DayFilter(_Frozen):
+class DayFilter(FrozenModel):
     """A named set of days (weekends, ...); `sql` is a condition template over `{column}`."""
 
     name: str = Field(pattern=IDENTIFIER)
@@ -69,13 +67,13 @@ class DayFilter(_Frozen):
     sql: str
 
 
-class DimensionsFile(_Frozen):
+class DimensionsFile(FrozenModel):
     dimensions: tuple[Dimension, ...] = Field(min_length=1)
     time_grains: tuple[TimeGrain, ...] = ()
     day_filters: tuple[DayFilter, ...] = ()
 
 
-class Metric(_Frozen):
+class Metric(FrozenModel):
     """One metric. Base metrics aggregate `expression` over `table` (or a snippet); ratios divide two metrics."""
 
     name: str = Field(pattern=IDENTIFIER)
@@ -117,7 +115,7 @@ class Metric(_Frozen):
         return self
 
 
-class Recipe(_Frozen):
+class Recipe(FrozenModel):
     """A write or maintenance task: regexes with named groups and an SQL template over those groups.
 
     `{query}` in the template is special: that group is answered as a read question and its SQL inserted.
@@ -130,7 +128,7 @@ class Recipe(_Frozen):
     sql: str
 
 
-class Preference(_Frozen):
+class Preference(FrozenModel):
     """A user preference switched on when `when` (a regex) matches the instructions or the question."""
 
     name: str = Field(pattern=IDENTIFIER)
@@ -140,7 +138,7 @@ class Preference(_Frozen):
     add_filters: dict[str, str] = Field(default_factory=dict)
 
 
-class PreferencesFile(_Frozen):
+class PreferencesFile(FrozenModel):
     preferences: tuple[Preference, ...] = ()
 
 

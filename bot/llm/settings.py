@@ -6,31 +6,29 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from bot.results import FrozenModel
 
 ENV_BASE_URL = "SQLCANARY_LLM_BASE_URL"
 ENV_MODEL = "SQLCANARY_LLM_MODEL"
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class BudgetSettings(_Model):
+class BudgetSettings(FrozenModel):
     """Per client (per run): None means unlimited."""
 
     max_calls: int | None = Field(default=None, ge=0)
     max_tokens: int | None = Field(default=None, ge=0)
 
 
-class Price(_Model):
+class Price(FrozenModel):
     """US dollars per 1,000 tokens."""
 
     input_per_1k: float = Field(ge=0)
     output_per_1k: float = Field(ge=0)
 
 
-class LLMSettings(_Model):
+class LLMSettings(FrozenModel):
     """Any OpenAI-compatible endpoint: OpenAI, Azure (base_url + api_version), Ollama, vLLM."""
 
     base_url: str | None = None  # None: the openai package's default (api.openai.com)

@@ -6,9 +6,9 @@ import difflib
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from bot.results import Counts
+from bot.results import Counts, FrozenModel
 
 REPAIR_SCHEMA_VERSION = 1
 
@@ -23,11 +23,7 @@ AttemptOutcome = Literal[
 ]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class AttemptRecord(_Frozen):
+class AttemptRecord(FrozenModel):
     n: int
     outcome: AttemptOutcome
     reason: str = ""
@@ -37,7 +33,7 @@ class AttemptRecord(_Frozen):
     cached: bool = False  # the LLM reply came from the cache
 
 
-class CaseRepair(_Frozen):
+class CaseRepair(FrozenModel):
     id: str
     question: str = ""
     before: str
@@ -55,7 +51,7 @@ class CaseRepair(_Frozen):
         return self.note or (self.attempts[-1].reason if self.attempts else "")
 
 
-class CritiqueRecord(_Frozen):
+class CritiqueRecord(FrozenModel):
     n: int
     status: str
     outcome: AttemptOutcome
@@ -64,7 +60,7 @@ class CritiqueRecord(_Frozen):
     diff: str = ""
 
 
-class LLMStats(_Frozen):
+class LLMStats(FrozenModel):
     calls: int = 0  # requests sent (re-asks included)
     cached_calls: int = 0
     prompt_tokens: int = 0
@@ -81,7 +77,7 @@ class LLMStats(_Frozen):
         return None if total == 0 else (self.parse_ok + self.parse_repaired) / total
 
 
-class RepairOutcome(_Frozen):
+class RepairOutcome(FrozenModel):
     schema_version: int = REPAIR_SCHEMA_VERSION
     suite: str
     dry_run: bool = False
