@@ -243,14 +243,15 @@ def run_suite(
     results: dict[int, CaseResult] = {}
     fingerprints: dict[str, str] = {}
     source = AnswerSource(agent, fingerprint=opts.agent_fingerprint, cache=opts.answer_cache)
+    sha, version = git_sha(suite.root), sqlcanary_version()  # constant for the run; make() runs at every save
 
     def make(complete: bool) -> RunResult:
         done = [results[i] for i in sorted(results)]
         meta = RunMeta(suite=suite.name, suite_hash=suite.content_hash, suite_path=str(suite.location),
                        fixtures=dict(fingerprints),
-                       server_version=server.version, sqlcanary_version=sqlcanary_version(),
+                       server_version=server.version, sqlcanary_version=version,
                        evaluator_version=EVALUATOR_VERSION, preset=opts.preset or "sqlcanary", agent=agent.name,
-                       git_sha=git_sha(suite.root), started_at=started_at,
+                       git_sha=sha, started_at=started_at,
                        duration_s=round(time.perf_counter() - t0, 3), jobs=opts.jobs, filters=opts.filters,
                        complete=complete, repeats=opts.repeats, shard=opts.shard,
                        agent_fingerprint=opts.agent_fingerprint, kb_fingerprint=opts.kb_fingerprint,
