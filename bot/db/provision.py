@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Literal
 
 import psycopg2
+from psycopg2.extensions import parse_dsn
 
 from bot.errors import DatabaseError
 
 Mode = Literal["auto", "embedded", "docker"]
+_BAD_OPTION = re.compile(r"(^|failed: )invalid .*(value|number)")  # libpq, at connect time
 _KEEP: list[object] = []  # handles that must live as long as the process (containers)
 
 
@@ -28,9 +30,42 @@ class Server:
 
 
 def redact(dsn: str) -> str:
-    """A DSN fit for logs: no password."""
+    """A DSN fit for logs: no password (URL userinfo, `password=` keyword, quoted or not)."""
     dsn = re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", dsn)
-    return re.sub(r"(password\s*=\s*)\S+", r"\1***", dsn, flags=re.I)
+    return re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'?|\S+)", r"\1***", dsn, flags=re.I)
+
+
+def check_dsn(dsn: str) -> None:
+    """Refuse a DSN libpq would not accept, before any connection attempt, with a message that names the
+    (redacted) input and what is wrong. libpq's own text is kept only where it shows no secret."""
+    shown = redact(dsn)
+    if not dsn.strip():
+        raise DatabaseError("the PostgreSQL DSN is blank (from --dsn, DATABASE_URL or `dsn:` in the config)")
+    scheme = re.match(r"\s*([A-Za-z][\w+.-]*)://", dsn)
+    if scheme and scheme.group(1).lower() not in ("postgresql", "postgres"):
+        raise DatabaseError(
+            f"invalid PostgreSQL DSN {shown!r}: a URL must start with postgresql:// or postgres://, "
+            f"not {scheme.group(1)}://"
+        )
+    try:
+        params = parse_dsn(dsn)
+    except psycopg2.ProgrammingError as exc:
+        raise DatabaseError(f"invalid PostgreSQL DSN {shown!r}: {_libpq_detail(str(exc), dsn)}") from None
+    for port in (params.get("port") or "").split(","):
+        if port.strip() and not (port.strip().isdigit() and 0 < int(port) < 65536):
+            raise DatabaseError(
+                f"invalid PostgreSQL DSN {shown!r}: port {port.strip()!r} is not a number from 1 to 65535"
+            )
+
+
+def _libpq_detail(message: str, dsn: str) -> str:
+    """libpq's complaint, with the raw DSN replaced by its redacted form and any other quoted token that the
+    redacted DSN does not show (a malformed password, say) masked."""
+    shown = redact(dsn)
+    text = message.strip().splitlines()[0].removeprefix("invalid dsn: ").replace(dsn, shown)
+    text = text.replace('missing "=" after', "expected keyword=value pairs or a postgresql:// URL, found")
+    text = re.sub(r'"([^"]*)"', lambda m: m.group(0) if m.group(1) in shown else '"***"', text)
+    return text.removesuffix(" in connection info string")
 
 
 def cache_dir() -> Path:
@@ -65,6 +100,10 @@ def _connect_admin(dsn: str, *, attempts: int = 1, delay: float = 1.0) -> Server
                 )
             return Server(admin_dsn=dsn, version=version, version_num=num, kind="dsn")
         except psycopg2.OperationalError as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            if _BAD_OPTION.search(first):  # a bad option value: retrying will not help
+                detail = _libpq_detail(first, dsn)
+                raise DatabaseError(f"invalid PostgreSQL DSN {redact(dsn)!r}: {detail}") from None
             last = exc
             if i + 1 < attempts:
                 time.sleep(delay)
@@ -133,6 +172,7 @@ def start_docker(image: str = "postgres:17-alpine") -> Server:
 def provision(*, dsn: str | None, mode: Mode = "auto") -> Server:
     """`dsn` (from --dsn, DATABASE_URL or the config) wins; otherwise the embedded server or a container."""
     if dsn:
+        check_dsn(dsn)
         return _connect_admin(dsn, attempts=3)
     if mode == "docker":
         return start_docker()

@@ -1,4 +1,4 @@
-"""Template databases keyed by fixture content, the restricted role, and per-run working clones."""
+"""Template databases keyed by fixture content, and per-run working clones (the restricted role: db/role.py)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from psycopg2 import sql
 from psycopg2.extensions import make_dsn, parse_dsn
 
 from bot.db.provision import Server
+from bot.db.role import RUNNER_ROLE, ensure_runner_role
 from bot.errors import CaseFileError, DatabaseError
 
-RUNNER_ROLE = "sqlcanary_runner"
 TEMPLATE_PREFIX = "sqlcanary_t_"
 WORK_PREFIX = "sqlcanary_w_"
 LOADER_VERSION = "3"  # bump when the way templates are prepared changes
@@ -58,41 +58,6 @@ def fixture_fingerprint(files: tuple[Path, ...], server: Server) -> str:
     if relative:
         h.update(dt.date.today().isoformat().encode())
     return h.hexdigest()[:16]
-
-
-def ensure_runner_role(server: Server) -> str:
-    """Create or refresh the role predictions run as: no superuser, no file or program access.
-
-    Returns its password (fresh for every run; TCP servers may require one)."""
-    password = secrets.token_urlsafe(24)
-    with closing(admin_connect(server)) as conn, conn.cursor() as cur:
-        cur.execute("SELECT pg_advisory_lock(hashtext('sqlcanary_runner_role'))")
-        try:
-            cur.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (RUNNER_ROLE,))
-            verb = "ALTER" if cur.fetchone() else "CREATE"
-            cur.execute(
-                sql.SQL(
-                    "{} ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD %s"
-                ).format(sql.SQL(verb), sql.Identifier(RUNNER_ROLE)),
-                (password,),
-            )
-            ident = sql.Identifier(RUNNER_ROLE)
-            for stmt in (
-                "ALTER ROLE {} SET temp_file_limit = '1GB'",
-                "ALTER ROLE {} SET statement_timeout = '120s'",
-                "ALTER ROLE {} SET idle_in_transaction_session_timeout = '300s'",
-            ):
-                cur.execute(sql.SQL(stmt).format(ident))
-            cur.execute(
-                "SELECT r.rolname FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.roleid "
-                "JOIN pg_roles u ON u.oid = m.member WHERE u.rolname = %s",
-                (RUNNER_ROLE,),
-            )
-            for (granted,) in cur.fetchall():
-                cur.execute(sql.SQL("REVOKE {} FROM {}").format(sql.Identifier(granted), ident))
-        finally:
-            cur.execute("SELECT pg_advisory_unlock(hashtext('sqlcanary_runner_role'))")
-    return password
 
 
 def _load_fixture(server: Server, dbname: str, files: tuple[Path, ...], *, db_label: str) -> None:
