@@ -43,6 +43,8 @@ def _llm(arg: str, ctx: AgentContext) -> AgentAdapter:
 
 
 def make_agent(spec: str, ctx: AgentContext | None = None) -> AgentAdapter:
+    """Raises AgentError when the agent cannot work at all (an unknown kind, a command that cannot start, a
+    missing file), so a run fails before its first case instead of erroring every one of them."""
     ctx = ctx or AgentContext()
     kind, _, arg = spec.partition(":")
     factory = ADAPTERS.get(kind.strip())

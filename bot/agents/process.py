@@ -1,122 +1,119 @@
-"""Agents in other processes or modules: `command:CMD` (a process per case, or a long-lived JSON-lines one)
-and `python:MODULE_OR_FILE:FUNCTION`."""
+"""Agents in other processes: `command:CMD`, a process per case or one long-lived JSON-lines process. Whatever
+the process does (bytes that are not UTF-8, a flood, a closed stdout, a crash mid-line), its case is `errored`
+with a reason; the run goes on. (`python:` agents live in pyagent.py and are re-exported here.)"""
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
-import os
 import queue
-import shlex
-import signal
 import subprocess
-import sys
 import threading
 import time
-import traceback
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from bot.agents.base import AgentContext, Answer, answer_from_reply, parse_reply_text, request_for
+from bot.agents.base import AgentContext, Answer, parse_reply_text, request_for
+from bot.agents.pipes import (
+    GRACE_S,
+    POLL_S,
+    STDERR_KEEP,
+    STDOUT_CAP,
+    Exchange,
+    LineProcess,
+    exchange,
+    exit_words,
+    resolve_argv,
+    size_words,
+    start,
+    text_tail,
+)
+from bot.agents.pyagent import PythonAgent, load_callable
 from bot.cases.model import Case
-from bot.errors import AgentError
 
-_STDERR_KEEP = 4000
-_NOISE_GRACE_S = 1.0  # after a line that is not this case's answer, how long to wait for the real one
+__all__ = ["CommandAgent", "PersistentCommandAgent", "PythonAgent", "load_callable"]
 
 
-def _kill(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    proc.wait()
+def _timeout(ctx: AgentContext) -> Answer:
+    return Answer(error=f"the agent did not answer within {ctx.timeout_s:g}s", error_class="agent_timeout")
+
+
+def _cannot_start(argv: list[str], exc: OSError) -> Answer:
+    return Answer(
+        error=f"cannot start the agent command {argv[0]!r}: {exc.strerror}", error_class="agent_crashed"
+    )
+
+
+def _not_utf8(exc: UnicodeDecodeError, data: bytes, *, where: str) -> Answer:
+    """Refused, not repaired: a replacement character inside SQL would change the query the agent meant."""
+    near = data[max(0, exc.start - 20) : exc.start + 4]
+    return Answer(error=f"the agent printed bytes that are not UTF-8 at offset {exc.start} of {where} "
+                        f"(near {near!r})", error_class="agent_bad_output")  # fmt: skip
+
+
+def _too_big() -> Answer:
+    return Answer(error=f"the agent's output is larger than {size_words(STDOUT_CAP)} (stopped it)",
+                  error_class="agent_bad_output")  # fmt: skip
+
+
+def _last_line(stderr: str) -> str:
+    return (stderr.strip().splitlines()[-1:] or [""])[0][:300]
+
+
+def _mid_line(data: bytes) -> str:
+    """A reason's note when output stops without a newline (a crash while printing)."""
+    if not data.strip() or data.endswith(b"\n"):
+        return ""
+    return f" in the middle of a line ({text_tail(data[-80:])!r})"
 
 
 class CommandAgent:
     """`command:CMD`: CMD gets one JSON request on stdin and prints one JSON answer, once per case."""
 
     def __init__(self, cmd: str, ctx: AgentContext) -> None:
-        self.argv = shlex.split(cmd)
-        if not self.argv:
-            raise AgentError("command agent: empty command")
+        self.argv = resolve_argv(cmd, ctx.base_dir)
+        self.cwd = str(Path(ctx.base_dir).absolute())
         self.ctx = ctx
         self.name = f"command:{cmd}"
 
     def answer(self, case: Case) -> Answer:
-        payload = json.dumps(request_for(case, self.ctx))
+        payload = json.dumps(request_for(case, self.ctx)).encode()
         started = time.perf_counter()
         try:
-            proc = subprocess.Popen(
-                self.argv,
-                cwd=self.ctx.base_dir,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                start_new_session=True,
-            )
+            proc = start(self.argv, self.cwd)
         except OSError as exc:
+            return _cannot_start(self.argv, exc)
+        done = exchange(proc, payload, timeout_s=self.ctx.timeout_s)
+        return replace(self._judge(done), stderr=text_tail(done.stderr) or None,
+                       duration_s=time.perf_counter() - started)  # fmt: skip
+
+    def _judge(self, done: Exchange) -> Answer:
+        if done.ending == "timeout":
+            return _timeout(self.ctx)
+        if done.ending == "too_big":
+            return _too_big()
+        if done.returncode:
+            tail = _last_line(text_tail(done.stderr))
             return Answer(
-                error=f"cannot start the agent command {self.argv[0]!r}: {exc.strerror}",
+                error=f"the agent {exit_words(done.returncode)}{_mid_line(done.stdout)}"
+                + (f": {tail}" if tail else ""),
                 error_class="agent_crashed",
             )
         try:
-            out, err = proc.communicate(payload, timeout=self.ctx.timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill(proc)
+            text = done.stdout.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return _not_utf8(exc, done.stdout, where="its output")
+        reply = parse_reply_text(text, source="the agent")
+        if done.ending == "lingered" and reply.error_class == "agent_bad_output":
+            printed = f"; {reply.error}" if done.stdout.strip() else ""
             return Answer(
-                error=f"the agent did not answer within {self.ctx.timeout_s:g}s",
-                error_class="agent_timeout",
-                duration_s=time.perf_counter() - started,
-            )
-        stderr = err[-_STDERR_KEEP:] if err else None
-        if proc.returncode != 0:
-            tail = (err or "").strip().splitlines()[-1:] or [""]
-            return Answer(
-                error=f"the agent exited with code {proc.returncode}: {tail[0][:300]}",
+                error=f"the agent closed its stdout without an answer but kept running (stopped it after "
+                f"{GRACE_S:g}s){printed}",
                 error_class="agent_crashed",
-                stderr=stderr,
-                duration_s=time.perf_counter() - started,
             )
-        return replace(parse_reply_text(out, source="the agent"), stderr=stderr,
-                       duration_s=time.perf_counter() - started)  # fmt: skip
+        return reply  # an answer followed by a closed stdout counts, even if the process lingered
 
     def close(self) -> None:
         pass
-
-
-class _LineProcess:
-    def __init__(self, argv: list[str], cwd: str) -> None:
-        self.proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            bufsize=1,
-            start_new_session=True,
-        )
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        self.stderr: list[str] = []
-        threading.Thread(target=self._pump, args=(self.proc.stdout, self.lines), daemon=True).start()
-        threading.Thread(target=self._drain, daemon=True).start()
-
-    @staticmethod
-    def _pump(stream, q: queue.Queue) -> None:
-        for line in stream:
-            q.put(line)
-        q.put(None)
-
-    def _drain(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.stderr.append(line)
-            del self.stderr[:-50]
 
 
 def _is_answer_for(line: str, case_id: str) -> bool:
@@ -132,17 +129,21 @@ class PersistentCommandAgent:
     """`command:CMD` with `persistent: true`: one long-lived process, one JSON line in and one out per case."""
 
     def __init__(self, cmd: str, ctx: AgentContext) -> None:
-        self.argv = shlex.split(cmd)
+        self.argv = resolve_argv(cmd, ctx.base_dir)
+        self.cwd = str(Path(ctx.base_dir).absolute())
         self.ctx = ctx
         self.name = f"command:{cmd} (persistent)"
         self._local = threading.local()
-        self._all: list[_LineProcess] = []
+        self._all: list[LineProcess] = []
         self._lock = threading.Lock()
 
-    def _process(self) -> _LineProcess:
+    def _process(self) -> LineProcess:
+        """This thread's process; a new one when the last died, was stopped, or never started."""
         lp = getattr(self._local, "proc", None)
-        if lp is None or lp.proc.poll() is not None:
-            lp = _LineProcess(self.argv, self.ctx.base_dir)
+        if lp is None or not lp.usable():
+            if lp is not None:
+                lp.stop()
+            lp = LineProcess(self.argv, self.cwd)
             self._local.proc = lp
             with self._lock:
                 self._all.append(lp)
@@ -152,122 +153,97 @@ class PersistentCommandAgent:
         started = time.perf_counter()
         try:
             lp = self._process()
-            assert lp.proc.stdin is not None
-            lp.proc.stdin.write(json.dumps(request_for(case, self.ctx)) + "\n")
-            lp.proc.stdin.flush()
-        except (OSError, BrokenPipeError) as exc:
-            self._local.proc = None
-            return Answer(error=f"cannot talk to the agent process: {exc}", error_class="agent_crashed")
-        deadline = time.monotonic() + self.ctx.timeout_s
+        except OSError as exc:
+            return _cannot_start(self.argv, exc)
         noise: list[str] = []
-        while True:
-            try:
-                line = lp.lines.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                _kill(lp.proc)  # a late answer must not be taken for the next case's
-                self._local.proc = None
-                if noise:
-                    return parse_reply_text("".join(noise), source="the agent")
-                return Answer(
-                    error=f"the agent did not answer within {self.ctx.timeout_s:g}s",
-                    error_class="agent_timeout",
-                    duration_s=time.perf_counter() - started,
-                )
-            if line is None or _is_answer_for(line, case.id):
-                break
-            noise.append(line)  # log output on stdout, or a late answer to an earlier (timed-out) case
-            deadline = min(deadline, time.monotonic() + _NOISE_GRACE_S)
-        stderr = ("".join(noise) + "".join(lp.stderr))[-_STDERR_KEEP:] or None
-        if line is None:
-            self._local.proc = None
-            return Answer(
-                error=f"the agent process exited (code {lp.proc.wait()})",
-                error_class="agent_crashed",
-                stderr=stderr,
+        sent = True
+        try:
+            sent = lp.send(
+                (json.dumps(request_for(case, self.ctx)) + "\n").encode(), timeout_s=self.ctx.timeout_s
             )
-        return replace(parse_reply_text(line, source="the agent"), stderr=stderr,
-                       duration_s=time.perf_counter() - started)  # fmt: skip
+            reply = self._await(lp, case.id, noise) if sent else _timeout(self.ctx)
+        except OSError:  # it closed its stdin, or is gone: say how it ended
+            reply = self._ended(lp, b"", alive="stopped reading its stdin but kept running (stopped it)")
+        if not sent:
+            lp.stop()
+        stderr = ("".join(f"{line}\n" for line in noise) + lp.stderr_tail())[-STDERR_KEEP:] or None
+        return replace(reply, stderr=stderr, duration_s=time.perf_counter() - started)
+
+    def _await(self, lp: LineProcess, case_id: str, noise: list[str]) -> Answer:
+        """Lines until this case's answer. Log lines and late answers to earlier cases are tolerated for a short
+        grace; a dead process, a closed stdout or too much output ends the wait at once."""
+        deadline = time.monotonic() + self.ctx.timeout_s
+        size, bad_bytes = 0, None
+        while True:
+            now = time.monotonic()
+            if lp.proc.poll() is not None:
+                deadline = min(deadline, now + GRACE_S)  # its last lines are in the pipe already
+            if now >= deadline:
+                return self._no_answer(lp, noise, bad_bytes)
+            try:
+                event = lp.events.get(timeout=min(deadline - now, POLL_S))
+            except queue.Empty:
+                continue
+            size += len(event.data) + 1
+            if event.kind == "too_big" or size > lp.cap:
+                lp.stop()
+                return _too_big()
+            if event.kind == "eof":
+                return self._ended(lp, event.data, case_id=case_id)
+            try:
+                line = event.data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                bad_bytes = bad_bytes or _not_utf8(exc, event.data, where="a line")
+                deadline = min(deadline, now + GRACE_S)
+                continue
+            if not line.strip():
+                continue
+            if _is_answer_for(line, case_id):
+                return parse_reply_text(line, source="the agent")
+            noise.append(line)  # log output on stdout, or a late answer to an earlier (timed-out) case
+            deadline = min(deadline, now + GRACE_S)
+
+    def _ended(
+        self,
+        lp: LineProcess,
+        partial: bytes,
+        *,
+        case_id: str | None = None,
+        alive: str = "closed its stdout but kept running (stopped it)",
+    ) -> Answer:
+        """stdout closed: an answer without its final newline still counts; otherwise say how the process ended
+        (its exit code, or that it kept running) and what it said last on stderr. It is never reused."""
+        code = lp.wait_exit(GRACE_S)
+        lp.stop()
+        try:
+            last = partial.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return _not_utf8(exc, partial, where="its last line")
+        if case_id is not None and last.strip() and _is_answer_for(last, case_id):
+            return parse_reply_text(last, source="the agent")
+        how = f"process {exit_words(code)}" if code is not None else alive
+        tail = _last_line(lp.stderr_tail(settle_s=GRACE_S))
+        return Answer(error=f"the agent {how}{_mid_line(partial)}" + (f": {tail}" if tail else ""),
+                      error_class="agent_crashed")  # fmt: skip
+
+    def _no_answer(self, lp: LineProcess, noise: list[str], bad_bytes: Answer | None) -> Answer:
+        code = lp.proc.poll()
+        lp.stop()  # a late answer must not be taken for the next case's
+        if code is not None:  # it exited, but something it started holds stdout open
+            return self._ended(lp, b"")
+        if bad_bytes is not None:
+            return bad_bytes
+        if noise:
+            return parse_reply_text("\n".join(noise), source="the agent")
+        return _timeout(self.ctx)
 
     def close(self) -> None:
         for lp in self._all:
-            if lp.proc.poll() is None:
+            if lp.usable():
                 try:
                     assert lp.proc.stdin is not None
                     lp.proc.stdin.close()
                     lp.proc.wait(timeout=2)
                 except (OSError, subprocess.TimeoutExpired):
-                    _kill(lp.proc)
-
-
-def load_callable(target: str, base_dir: str) -> Callable[..., Any]:
-    """`path/to/file.py:func` or `package.module:func`."""
-    module_part, sep, func_name = target.rpartition(":")
-    if not sep or not module_part or not func_name:
-        raise AgentError(f"python agent: expected MODULE_OR_FILE:FUNCTION, got {target!r}")
-    try:
-        if module_part.endswith(".py") or "/" in module_part:
-            path = Path(module_part)
-            if not path.is_absolute():
-                path = Path(base_dir) / path
-            if not path.is_file():
-                raise AgentError(f"python agent: no such file {path}")
-            spec = importlib.util.spec_from_file_location(f"sqlcanary_agent_{abs(hash(str(path)))}", path)
-            assert spec and spec.loader
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[spec.name] = module
-            spec.loader.exec_module(module)
-        else:
-            module = importlib.import_module(module_part)
-    except AgentError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - user code failing at import
-        raise AgentError(
-            f"python agent: importing {module_part} failed: {type(exc).__name__}: {exc}"
-        ) from exc
-    fn = getattr(module, func_name, None)
-    if not callable(fn):
-        raise AgentError(f"python agent: {module_part} has no function {func_name!r}")
-    return fn
-
-
-class PythonAgent:
-    """`python:MODULE_OR_FILE:FUNCTION`: FUNCTION(request: dict) returns SQL, `{"sql": ...}` or `{"error": ...}`."""
-
-    def __init__(self, target: str, ctx: AgentContext) -> None:
-        self.fn = load_callable(target, ctx.base_dir)
-        self.ctx = ctx
-        self.name = f"python:{target}"
-
-    def answer(self, case: Case) -> Answer:
-        box: dict[str, Any] = {}
-        request = request_for(case, self.ctx)
-
-        def call() -> None:
-            try:
-                box["reply"] = self.fn(request)
-            except Exception as exc:  # noqa: BLE001 - the agent's own failure, recorded on the case
-                box["error"] = f"{type(exc).__name__}: {exc}"
-                box["trace"] = traceback.format_exc()[-_STDERR_KEEP:]
-
-        started = time.perf_counter()
-        worker = threading.Thread(target=call, daemon=True)
-        worker.start()
-        worker.join(self.ctx.timeout_s)
-        took = time.perf_counter() - started
-        if worker.is_alive():
-            return Answer(
-                error=f"the agent did not answer within {self.ctx.timeout_s:g}s",
-                error_class="agent_timeout",
-                duration_s=took,
-            )
-        if "error" in box:
-            return Answer(
-                error=f"the agent raised {box['error']}",
-                error_class="agent_crashed",
-                stderr=box["trace"],
-                duration_s=took,
-            )
-        return replace(answer_from_reply(box.get("reply"), source="the agent"), duration_s=took)
-
-    def close(self) -> None:
-        pass
+                    pass
+            lp.stop()

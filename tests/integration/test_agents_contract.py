@@ -51,6 +51,17 @@ MISBEHAVING = {
     "ok-2": ("SELECT count(*) FROM customers", None),
 }
 
+# A command agent that breaks the stdout protocol (tests/fixtures/agents/misbehave.py): its case is errored, at once.
+BROKEN_IO = {
+    "ok-1": ("SELECT count(*) FROM customers", None),
+    "latin1": ("!latin1", "agent_bad_output"),
+    "huge": ("!huge", "agent_bad_output"),
+    "closes-stdout": ("!close", "agent_crashed"),
+    "dies-mid-line": ("!halfline", "agent_crashed"),
+    "ok-2": ("SELECT count(*) FROM customers", None),
+}
+TINY_SUITE = Path(__file__).resolve().parents[1] / "fixtures" / "suites" / "single" / "single.yml"
+
 
 def _suite_yaml(cases: dict[str, tuple[str, str, str]]) -> str:
     out = ["databases:", "  shop: shop.sql", "cases:"]
@@ -69,6 +80,8 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "suite.yml").write_text(_suite_yaml(CASES))
     bad = {cid: ("SELECT count(*) FROM customers", what, "query") for cid, (what, _) in MISBEHAVING.items()}
     (root / "misbehaving.yml").write_text(_suite_yaml(bad))
+    broken = {cid: ("SELECT count(*) FROM customers", what, "query") for cid, (what, _) in BROKEN_IO.items()}
+    (root / "broken_io.yml").write_text(_suite_yaml(broken))
     with (root / "preds.jsonl").open("w") as fh:
         for cid, (_, answer, _) in CASES.items():
             fh.write(json.dumps({"id": cid, "sql": answer}) + "\n")
@@ -159,6 +172,45 @@ def test_a_crash_reason_carries_the_agent_s_own_words(run_cli, workdir: Path) ->
     (result,) = read_run(out).cases
     assert "exited with code 3" in result.reason and "out of tokens" in result.reason
     assert "out of tokens" in (result.prediction.stderr or "")
+
+
+@pytest.mark.parametrize("kind", ["command", "command --persistent"])
+def test_a_broken_stdout_errors_its_case_and_the_run_goes_on(run_cli, workdir: Path, kind: str) -> None:
+    """Non-UTF-8 bytes once crashed the whole run (exit 3, a partial file); a closed stdout waited for the timeout.
+    The timeout here is long: a reason that names it means the breakage was not noticed."""
+    code, out = run_cli(
+        "run", str(workdir / "broken_io.yml"), *_agent_args(kind, workdir), "--agent-timeout", "45"
+    )
+    assert code == EXIT_OK
+    run = read_run(out)
+    assert run.meta.complete is True
+    by_id = {c.id: c for c in run.cases}
+    for cid, (_, error_class) in BROKEN_IO.items():
+        result = by_id[cid]
+        if error_class is None:
+            assert result.status == "passed", (cid, result.reason)
+        else:
+            assert (result.status, result.error_class) == ("errored", error_class), (cid, result.reason)
+            assert "within 45s" not in result.reason
+    assert "not UTF-8 at offset" in by_id["latin1"].reason
+    assert "larger than 1 MiB" in by_id["huge"].reason
+    assert "closed its stdout" in by_id["closes-stdout"].reason
+    assert "exited with code 4" in by_id["dies-mid-line"].reason
+
+
+@pytest.mark.parametrize("persistent", [[], ["--persistent"]])
+def test_an_agent_command_that_cannot_start_fails_the_run_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], persistent: list[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the folder a command given with --agent resolves against
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    out = tmp_path / "run.json"
+    code = main(["run", str(TINY_SUITE), "--agent", "command:no-such-binary --fast", *persistent,
+                 "--dsn", "postgresql://nobody@127.0.0.1:1/none", "--out", str(out), "-q"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == EXIT_BAD_INPUT, err
+    assert "no-such-binary" in err and str(tmp_path) in err
+    assert not out.exists()
 
 
 # --- rescore, the file, the gate -------------------------------------------------------------------------------

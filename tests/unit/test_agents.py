@@ -292,9 +292,10 @@ def test_command_agent_timeout_kills_it_and_its_children() -> None:
     assert "within 1s" in (ans.error or "")
 
 
-def test_command_agent_that_cannot_start() -> None:
-    ans = CommandAgent("/nonexistent/agent --flag", ctx()).answer(case())
-    assert ans.error_class == "agent_crashed" and "/nonexistent/agent" in (ans.error or "")
+@pytest.mark.parametrize("agent_class", [CommandAgent, PersistentCommandAgent])
+def test_command_agent_that_cannot_start_is_refused_before_the_first_case(agent_class) -> None:
+    with pytest.raises(AgentError, match="/nonexistent/agent"):
+        agent_class("/nonexistent/agent --flag", ctx())
 
 
 def test_empty_command_is_refused() -> None:
@@ -350,14 +351,6 @@ def test_persistent_agent_answers_stay_with_their_case_after_a_log_line(lines_ag
     bounded(lambda: lines_agent.answer(case("c1", "!chatty")))
     after = bounded(lambda: lines_agent.answer(case("c2", "SELECT 2")))
     assert (after.sql, "case:c2" in after.used) == ("SELECT 2", True)
-
-
-def test_persistent_agent_that_cannot_start() -> None:
-    agent = PersistentCommandAgent("/nonexistent/agent", ctx())
-    try:
-        assert agent.answer(case()).error_class == "agent_crashed"
-    finally:
-        agent.close()
 
 
 # --- python agents ---------------------------------------------------------------------------------------------
@@ -433,9 +426,9 @@ def test_make_agent_needs_an_argument(spec: str) -> None:
 
 def test_make_agent_picks_the_persistent_command_agent_from_the_options() -> None:
     assert isinstance(
-        make_agent("command:x", AgentContext(options={"persistent": True})), PersistentCommandAgent
+        make_agent(f"command:{PY}", AgentContext(options={"persistent": True})), PersistentCommandAgent
     )
-    assert isinstance(make_agent("command:x", AgentContext()), CommandAgent)
+    assert isinstance(make_agent(f"command:{PY}", AgentContext()), CommandAgent)
 
 
 def test_make_agent_resolves_relative_paths_against_base_dir(tmp_path: Path) -> None:
