@@ -159,7 +159,7 @@ def _compare_alternatives(
         assert gold.result is not None and pred.result is not None
         order = _order_check(session, gold_sql, gold.result.rows, gold.result.columns, options)
         verdict = judge_results(gold.result, pred.result, options=options, gold_sql=gold_sql,
-                                question=case.question, order=order, alternative=idx)  # fmt: skip
+                                question=case.question, pred_sql=pred_text, order=order, alternative=idx)  # fmt: skip
         if verdict.match:
             return {"execution": verdict}, pred
         first = first or verdict

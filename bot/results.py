@@ -15,7 +15,7 @@ from bot.errors import ResultFileError
 
 SCHEMA_VERSION = 1
 # Bumped whenever a scorer's decision rules change: runs scored by different versions are not comparable.
-EVALUATOR_VERSION = "1"
+EVALUATOR_VERSION = "2"
 
 Status = Literal["passed", "failed", "invalid", "errored"]
 STATUSES: tuple[Status, ...] = ("passed", "failed", "invalid", "errored")

@@ -7,9 +7,15 @@ from bot.results import ResultSet, Verdict
 from bot.scoring.order import OrderInfo, order_info
 from bot.scoring.presets import LEGACY, PRESETS, EvaluatorError
 from bot.scoring.tables import OrderCheck, TableOptions, compare_tables
+from bot.scoring.values import DEFAULT_ABS_TOL, DEFAULT_REL_TOL
 
 DEFAULTS = CompareOptions(
-    preset="sqlcanary", rows="multiset", columns="permute", order="auto", abs_tol=1e-9, rel_tol=1e-9
+    preset="sqlcanary",
+    rows="multiset",
+    columns="permute",
+    order="auto",
+    abs_tol=DEFAULT_ABS_TOL,
+    rel_tol=DEFAULT_REL_TOL,
 )
 
 
@@ -41,13 +47,16 @@ def judge_results(
     options: CompareOptions,
     gold_sql: str,
     question: str = "",
+    pred_sql: str = "",
     order: OrderCheck | None = None,
     alternative: int = 0,
 ) -> Verdict:
+    """The execution verdict for one gold alternative. `pred_sql` is the prediction's text: defog's comparison
+    reads its ORDER BY (and the gold's) to decide how to sort rows."""
     preset = options.preset or "sqlcanary"
     if preset != "sqlcanary":
         try:
-            ok = LEGACY[preset](gold, pred, gold_sql=gold_sql, question=question)
+            ok = LEGACY[preset](gold, pred, gold_sql=gold_sql, question=question, pred_sql=pred_sql)
         except EvaluatorError as exc:
             return Verdict(scorer="execution", match=False, kind="evaluator_error",
                            message=f"the {preset} evaluator would crash on these results: {exc}",
@@ -58,8 +67,8 @@ def judge_results(
     opts = TableOptions(
         rows=options.rows or "multiset",
         columns=options.columns or "permute",
-        abs_tol=options.abs_tol if options.abs_tol is not None else 1e-9,
-        rel_tol=options.rel_tol if options.rel_tol is not None else 1e-9,
+        abs_tol=options.abs_tol if options.abs_tol is not None else DEFAULT_ABS_TOL,
+        rel_tol=options.rel_tol if options.rel_tol is not None else DEFAULT_REL_TOL,
         bool_is_int=bool(options.bool_is_int),
         datetime_as_date=bool(options.datetime_as_date),
         empty_gold_fails=bool(options.empty_gold_fails),

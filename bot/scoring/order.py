@@ -71,49 +71,87 @@ def order_info(sql: str) -> OrderInfo:
     return OrderInfo(ordered=True, keys=keys, limit=limit, offset=offset, has_distinct=distinct)
 
 
-@lru_cache(maxsize=4096)
-def _select_outputs(sql: str) -> tuple[tuple[str, str], ...]:
-    """(output name, expression SQL) for each output column of the top-level SELECT (first branch of a union)."""
-    tree = _parse(sql)
+def _top_select(tree: Any) -> exp.Select | None:
+    """The SELECT whose output columns the query returns (the first branch of a UNION)."""
     while isinstance(tree, exp.SetOperation):
         tree = tree.this
-    if not isinstance(tree, exp.Select):
-        return ()
-    out = []
-    for e in tree.expressions:
-        inner = e.this if isinstance(e, exp.Alias) else e
-        out.append((e.alias_or_name.lower(), inner.sql(dialect="postgres").lower()))
-    return tuple(out)
+    return tree if isinstance(tree, exp.Select) else None
+
+
+def _ident(node: exp.Column) -> str:
+    """A column name as PostgreSQL folds it: unquoted names to lower case, quoted ones as written."""
+    ident = node.this
+    if isinstance(ident, exp.Identifier) and ident.quoted:
+        return str(ident.this)
+    return node.name.lower()
+
+
+def _bare(node: exp.Expression) -> exp.Expression:
+    while isinstance(node, exp.Paren):  # PostgreSQL's parser keeps no node for parentheses
+        node = node.this
+    return node
+
+
+def _same_expression(key: exp.Expression, out: exp.Expression) -> bool:
+    """The ORDER BY key computes what this output column computes. A column matches a column of the same name
+    when at most one of them names its table or both name the same one (the gold ran, so the name resolved)."""
+    if isinstance(key, exp.Column) and isinstance(out, exp.Column):
+        if _ident(key) != _ident(out) or isinstance(key.this, exp.Star) or isinstance(out.this, exp.Star):
+            return False
+        return not key.table or not out.table or key.table.lower() == out.table.lower()
+    return key.sql(dialect="postgres").lower() == out.sql(dialect="postgres").lower()
+
+
+def _resolve_key(key: exp.Expression, select: exp.Select | None, columns: tuple[str, ...]) -> int | None:
+    """The output column an ORDER BY key sorts on, resolved as PostgreSQL does; None when it is not returned.
+
+    An ordinal is an output position. A bare name is the output column of that name when there is one (it
+    shadows an input column of the same name); otherwise, like any expression or qualified name (`t.d` is the
+    input column even when an output is called `d`), it is the output column computing the same expression."""
+    key = _bare(key)
+    if isinstance(key, exp.Literal) and key.is_int:
+        pos = int(key.this) - 1
+        return pos if 0 <= pos < len(columns) else None
+    if isinstance(key, exp.Column) and not key.table:
+        named = [i for i, c in enumerate(columns) if c == _ident(key)]
+        if named:
+            return named[0]
+    if select is None:
+        return None
+    outputs = [e.this if isinstance(e, exp.Alias) else e for e in select.expressions]
+    if any(
+        isinstance(o, exp.Star) or (isinstance(o, exp.Column) and isinstance(o.this, exp.Star))
+        for o in outputs
+    ):
+        # `SELECT *` hides which position holds what: an input column is the output column of its name
+        if isinstance(key, exp.Column) and [c for c in columns if c == _ident(key)] == [_ident(key)]:
+            return columns.index(_ident(key))
+        return None
+    if len(outputs) != len(columns):
+        return None
+    hits = [i for i, o in enumerate(outputs) if _same_expression(key, o)]
+    return hits[0] if hits else None
+
+
+def _order_nodes(sql: str) -> list[exp.Expression]:
+    tree = _parse(sql)
+    order = tree.args.get("order") if tree is not None else None
+    return [o.this for o in order.expressions] if order else []
 
 
 def key_positions(sql: str, info: OrderInfo, columns: tuple[str, ...]) -> tuple[int, ...] | None:
-    """Indexes of the output columns the ORDER BY sorts on; None when a key is not among the outputs."""
-    outputs = _select_outputs(sql)
-    names = [c.lower() for c in columns]
-    positions: list[int] = []
-    for key in info.keys:
-        k = key.lower()
-        if k.isdigit():
-            pos = int(k) - 1
-            if 0 <= pos < len(columns):
-                positions.append(pos)
-                continue
-            return None
-        bare = k.split(".")[-1].strip('"')
-        if outputs:
-            by_expr = [i for i, (_, e) in enumerate(outputs) if e == k]
-            if by_expr:
-                positions.append(by_expr[0])
-                continue
-            by_alias = [i for i, (n, _) in enumerate(outputs) if n == k.strip('"')]
-            if by_alias:
-                positions.append(by_alias[0])
-                continue
-        if names.count(bare) == 1:
-            positions.append(names.index(bare))
-            continue
+    """Indexes of the output columns the ORDER BY sorts on; None when a key is not among the outputs (then the
+    tie probe, `with_order_keys`, finds the runs of equal keys)."""
+    if not info.keys:
+        return ()
+    nodes = _order_nodes(sql)
+    if len(nodes) != len(info.keys):
         return None
-    return tuple(positions)
+    select = _top_select(_parse(sql))
+    positions = [_resolve_key(node, select, tuple(columns)) for node in nodes]
+    if any(p is None for p in positions):
+        return None
+    return tuple(p for p in positions if p is not None)
 
 
 @lru_cache(maxsize=4096)
@@ -140,11 +178,42 @@ def with_order_keys(sql: str) -> str | None:
         return None
     try:
         probe = tree.copy()
-        keys = [o.this.copy() for o in probe.args["order"].expressions]
-        probe.select(*[exp.alias_(k, f"{KEY_PREFIX}{i}") for i, k in enumerate(keys)], copy=False)
+        keys = [_key_value(o.this, tree) for o in probe.args["order"].expressions]
+        if any(k is None for k in keys):
+            return None
+        probe.select(*[exp.alias_(k, f"{KEY_PREFIX}{i}") for i, k in enumerate(keys) if k], copy=False)
         return probe.sql(dialect="postgres")
     except Exception:  # noqa: BLE001
         return None
+
+
+def _output_name(node: exp.Expression) -> str | None:
+    if isinstance(node, exp.Alias):
+        ident = node.args.get("alias")
+        if isinstance(ident, exp.Identifier):
+            return str(ident.this) if ident.quoted else ident.name.lower()
+        return node.alias.lower()
+    return _ident(node) if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star) else None
+
+
+def _key_value(key: exp.Expression, select: exp.Select) -> exp.Expression | None:
+    """The key as an expression of the input rows, to add to the select list: an ordinal or a bare name of an
+    output column means that output's expression (in a select list the same name would be the input column)."""
+    key = _bare(key)
+    outputs = select.expressions
+    starred = any(isinstance(o, exp.Star) or (isinstance(o, exp.Column) and isinstance(o.this, exp.Star))
+                  for o in outputs)  # fmt: skip
+    if isinstance(key, exp.Literal) and key.is_int:
+        pos = int(key.this) - 1
+        if starred or not 0 <= pos < len(outputs):
+            return None
+        out = outputs[pos]
+        return (out.this if isinstance(out, exp.Alias) else out).copy()
+    if isinstance(key, exp.Column) and not key.table:
+        for out in outputs:
+            if isinstance(out, exp.Alias) and _output_name(out) == _ident(key):
+                return out.this.copy()
+    return key.copy()
 
 
 @lru_cache(maxsize=4096)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import math
+import re
 from collections import Counter
 from collections.abc import Callable
 from decimal import Decimal
@@ -73,24 +74,109 @@ def test_suite(gold: ResultSet, pred: ResultSet, *, gold_sql: str, **_: Any) -> 
     return False
 
 
+# sql-eval's normalize_table: the question asks for order when it has one of these words (whole words only, so
+# neither "border" nor "sorted" counts); its query_category "order_by" is not known here.
+_DEFOG_ORDER_WORDS = re.compile(r"\b(order|sort|arrange)\b", re.IGNORECASE)
+_DEFOG_CLAUSE = re.compile(r"ORDER BY[\s\S]*", re.IGNORECASE)
+_DEFOG_KEYS = re.compile(r"(?<=ORDER BY)(.*?)(?=;|,|\)|$)", re.IGNORECASE)
+_DEFOG_NOT_KEYS = {"desc", "asc", "nulls", "last", "first", "limit"}
+_DEFOG_FILL = -99999  # compare_df's fillna value: NULL and NaN equal it (and each other)
+
+
+class _Na:
+    """pandas' missing value (NULL or NaN): one value for drop_duplicates, sorted last in either direction."""
+
+    def __repr__(self) -> str:
+        return "NA"
+
+
+_NA = _Na()
+
+
+def defog_orders(question: str) -> bool:
+    """Whether sql-eval takes the question as asking for an order (then it stops re-sorting rows)."""
+    return _DEFOG_ORDER_WORDS.search(question.lower()) is not None
+
+
+def _defog_sort_keys(sql: str) -> tuple[list[str], bool] | None:
+    """The column names and direction sql-eval reads, by regex, from the first ORDER BY of the query's text up
+    to the first `;`, `,` or `)`; descending unless only ASC is written. None when the text has no ORDER BY."""
+    clause = _DEFOG_CLAUSE.search(sql)
+    if clause is None:
+        return None
+    found = _DEFOG_KEYS.findall(clause.group(0))
+    tokens = [t.strip().rsplit(".", 1)[-1] for t in (found[0].split() if found else [])]
+    upper = [t.upper() for t in tokens]
+    ascending = "DESC" not in upper and "ASC" in upper
+    names = [t.strip().replace(",", "").replace("(", "") for t in tokens]
+    return [n for n in names if n.lower() not in _DEFOG_NOT_KEYS], ascending
+
+
+def _stable_sort(rows: list[tuple], cols: list[int], *, ascending: bool) -> list[tuple]:
+    """pandas sort_values(by=cols, ascending=...) with missing values last: one stable pass per column."""
+    for c in reversed(cols):
+        present = [r for r in rows if r[c] is not _NA]
+        present.sort(key=lambda r: sort_key(normalize_value(r[c])), reverse=not ascending)  # noqa: B023
+        rows = present + [r for r in rows if r[c] is _NA]
+    return rows
+
+
 def _defog_frame(
-    rows: list[tuple], columns: tuple[str, ...], *, keep_order: bool
-) -> tuple[tuple, list[tuple]]:
-    order = sorted(range(len(columns)), key=lambda i: columns[i].lower())
-    cols = tuple(columns[i].lower() for i in order)
-    out = list(dict.fromkeys(tuple(r[i] for i in order) for r in _hashable_rows(rows)))
-    if not keep_order:
-        out.sort(key=lambda r: tuple(sort_key(normalize_value(v)) for v in r))
-    return cols, out
+    rows: list[tuple], columns: tuple[str, ...], *, ordered: bool, sql: str | None = None
+) -> list[tuple]:
+    """sql-eval's normalize_table: duplicates dropped, columns in alphabetical order of their names, rows sorted
+    by every column, or, when the question asks for order, by the columns its ORDER BY names (kept as returned
+    when `sql` is absent or has no ORDER BY). Only the values come out: compare_df never compares names."""
+    na = [tuple(_NA if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in r)
+          for r in _hashable_rows(rows)]  # fmt: skip
+    if len(set(columns)) != len(columns):
+        raise EvaluatorError("pandas cannot reindex columns with duplicate names")
+    names = sorted(columns)
+    out = list(dict.fromkeys(tuple(r[columns.index(n)] for n in names) for r in na))
+    if not ordered:
+        return _stable_sort(out, list(range(len(names))), ascending=True)
+    keys = _defog_sort_keys(sql) if sql else None
+    if keys is None:
+        return out
+    by = [n for n in keys[0] if n in names]
+    others = [n for n in names if n not in by]
+    out = _stable_sort(out, [names.index(n) for n in by + others], ascending=keys[1])
+    return [tuple(r[names.index(n)] for n in others + by) for r in out]
 
 
-def defog_exact(gold: ResultSet, pred: ResultSet, *, question: str = "", **_: Any) -> bool:
-    """defog sql-eval exact match: duplicates dropped, columns by name, rows re-sorted unless the question orders."""
-    if gold.rows == pred.rows and gold.columns == pred.columns:
+def _broadcast_equal(g: list[tuple], gw: int, p: list[tuple], pw: int) -> bool:
+    """compare_df's first test, `(df_gold.values == df_gen.values).all()`, with numpy's broadcasting: a side
+    with one row (or one column) is compared with every row (column) of the other, and an empty side is equal."""
+    shape = []
+    for a, b in ((len(g), len(p)), (gw, pw)):
+        if a != b and 1 not in (a, b):
+            return False
+        shape.append(min(a, b) if 0 in (a, b) else max(a, b))
+    return all(
+        g[i if len(g) > 1 else 0][j if gw > 1 else 0] == p[i if len(p) > 1 else 0][j if pw > 1 else 0]
+        for i in range(shape[0])
+        for j in range(shape[1])
+    )
+
+
+def defog_exact(
+    gold: ResultSet, pred: ResultSet, *, question: str = "", gold_sql: str = "", pred_sql: str = "", **_: Any
+) -> bool:
+    """defog sql-eval compare_df: the raw values equal, or else the normalised tables' values equal (names are
+    only used to put the columns in alphabetical order)."""
+    if _broadcast_equal(gold.rows, len(gold.columns), pred.rows, len(pred.columns)):
         return True
-    keep = "order" in question.lower()
-    return _defog_frame(gold.rows, gold.columns, keep_order=keep) == _defog_frame(
-        pred.rows, pred.columns, keep_order=keep
+    ordered = defog_orders(question)
+    g = _defog_frame(gold.rows, gold.columns, ordered=ordered, sql=gold_sql)
+    p = _defog_frame(pred.rows, pred.columns, ordered=ordered, sql=pred_sql)
+
+    def fill(r: tuple) -> tuple:
+        return tuple(_DEFOG_FILL if v is _NA else v for v in r)
+
+    return (
+        len(g) == len(p)
+        and len(gold.columns) == len(pred.columns)
+        and all(fill(a) == fill(b) for a, b in zip(g, p, strict=True))
     )
 
 
@@ -109,12 +195,19 @@ def _sorted_column(rows: list[tuple], i: int) -> list:
     return sorted((r[i] for r in rows), key=lambda v: sort_key(normalize_value(v)))
 
 
+def _unique_names(columns: tuple[str, ...]) -> tuple[str, ...]:
+    """sql-eval's deduplicate_columns, which subset_df applies first: each repeated name `n` at position i
+    becomes `n_i`."""
+    return tuple(f"{c}_{i}" if columns.count(c) > 1 else c for i, c in enumerate(columns))
+
+
 def _subset_df(gold: ResultSet, pred: ResultSet, *, question: str) -> bool:
     """sql-eval's subset_df: each gold column matched to a distinct predicted column with the same values (floats
-    within tolerance), then the matched columns compared as a table. Crashes (EvaluatorError) on unhashables."""
+    within tolerance), then the matched columns compared as a table (no SQL given: in order when the question
+    asks for order). An empty gold is never a subset. Crashes (EvaluatorError) on unhashables."""
     g, p = _hashable_rows(gold.rows), _hashable_rows(pred.rows)
-    if not g or not p:
-        return not g and not p
+    if not g:
+        return False
     matched: list[int] = []
     for i in range(len(gold.columns)):
         gi = _sorted_column(g, i)
@@ -127,20 +220,27 @@ def _subset_df(gold: ResultSet, pred: ResultSet, *, question: str) -> bool:
                 break
         else:
             return False
-    keep = "order" in question.lower()
+    if any(pred.columns.count(pred.columns[j]) > 1 for j in matched):
+        raise EvaluatorError(
+            "subset_df looks up a renamed duplicate column of the prediction that is not there"
+        )
+    ordered = defog_orders(question)
     sub = [tuple(r[j] for j in matched) for r in p]
-    _, a = _defog_frame(g, gold.columns, keep_order=keep)
-    _, b = _defog_frame(sub, gold.columns, keep_order=keep)
+    names = _unique_names(gold.columns)
+    a = _defog_frame(g, names, ordered=ordered)
+    b = _defog_frame(sub, names, ordered=ordered)
     return len(a) == len(b) and all(
         all(_float_eq(x, y) for x, y in zip(ra, rb, strict=True)) for ra, rb in zip(a, b, strict=True)
     )
 
 
-def defog(gold: ResultSet, pred: ResultSet, *, question: str = "", **_: Any) -> bool:
+def defog(
+    gold: ResultSet, pred: ResultSet, *, question: str = "", gold_sql: str = "", pred_sql: str = "", **_: Any
+) -> bool:
     """defog sql-eval `correct`: the subset comparison, or else the exact one. As measured (VERDICTS.md), the
     subset comparison runs, and can crash on arrays, even where the exact comparison would pass."""
     subset = _subset_df(gold, pred, question=question)
-    return subset or defog_exact(gold, pred, question=question)
+    return subset or defog_exact(gold, pred, question=question, gold_sql=gold_sql, pred_sql=pred_sql)
 
 
 def _spider2_eq(a: Any, b: Any) -> bool:

@@ -12,6 +12,8 @@ from typing import Any, Literal
 from bot.results import ResultSet
 from bot.scoring.values import (
     APPROX_OIDS,
+    DEFAULT_ABS_TOL,
+    DEFAULT_REL_TOL,
     FAST_OIDS,
     close,
     normalize_rows,
@@ -27,8 +29,8 @@ MAX_PERMUTATIONS = 720
 class TableOptions:
     rows: Literal["multiset", "set"] = "multiset"
     columns: Literal["positional", "permute", "subset"] = "permute"
-    abs_tol: float = 1e-9
-    rel_tol: float = 1e-9
+    abs_tol: float = DEFAULT_ABS_TOL
+    rel_tol: float = DEFAULT_REL_TOL
     bool_is_int: bool = False
     datetime_as_date: bool = False
     empty_gold_fails: bool = False

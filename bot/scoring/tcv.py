@@ -9,7 +9,7 @@ from typing import Any
 from bot.cases.model import Check
 from bot.results import ResultSet, Verdict
 from bot.scoring.tables import TableOptions, compare_tables
-from bot.scoring.values import close, is_number, show
+from bot.scoring.values import DEFAULT_ABS_TOL, DEFAULT_REL_TOL, close, is_number, show
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ def _expected_equal(expected: Any, actual: Any) -> bool:
     if isinstance(expected, bool) or isinstance(actual, bool):
         return isinstance(expected, bool) and isinstance(actual, bool) and expected == actual
     if is_number(expected) and is_number(actual):
-        return close(expected, actual, abs_tol=1e-9, rel_tol=1e-9)
+        return close(expected, actual, abs_tol=DEFAULT_ABS_TOL, rel_tol=DEFAULT_REL_TOL)
     if isinstance(expected, str):
         if isinstance(actual, dt.date | dt.datetime | dt.time):
             return actual.isoformat() == expected or str(actual) == expected

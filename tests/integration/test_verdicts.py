@@ -14,6 +14,7 @@ Pair format (one pair per `-- name:`; header lines before the first `-- gold:`):
     -- compare: {columns: subset}    optional: the case's compare options (a YAML flow mapping)
     -- details: {alternative: 1}     optional: items that must be in the verdict's details
     -- presets: bird=0 critic=0 test_suite=1 defog_exact=1 defog=1 spider2=1   optional: 1 | 0 | error
+    -- question: Sort them by id       optional: the case's question (defog reads it for order words)
     -- note: free text               optional, repeatable
     -- gold:                         one block per gold alternative
     SELECT ...
@@ -41,7 +42,18 @@ DEFAULT_ROW_CAP = 1000  # limits.sql relies on it
 PRESETS = ("bird", "critic", "test_suite", "defog_exact", "defog", "spider2")
 EXPECTS = ("pass", "fail", "invalid", "undecidable")
 CELLS = ("1", "0", "error")
-HEADER_KEYS = {"name", "expect", "kind", "flags", "no_flags", "compare", "details", "presets", "note"}
+HEADER_KEYS = {
+    "name",
+    "expect",
+    "kind",
+    "flags",
+    "no_flags",
+    "compare",
+    "details",
+    "presets",
+    "note",
+    "question",
+}
 BLOCK_KEYS = {"gold", "pred"}
 QUESTION = "What does the gold query return?"  # neutral: defog treats "order"/"sort" in a question as ordered
 DIRECTIVE = re.compile(r"^--\s*([a-z_]+):(.*)$")
@@ -68,6 +80,7 @@ class Pair:
     compare: dict[str, Any] | None = None
     details: dict[str, Any] | None = None
     presets: dict[str, str] | None = None
+    question: str = QUESTION
 
     @property
     def case_id(self) -> str:
@@ -121,6 +134,7 @@ def _build_pair(
         compare=_mapping(header["compare"], where=where) if "compare" in header else None,
         details=_mapping(header["details"], where=where) if "details" in header else None,
         presets=_presets(header["presets"], where=where) if "presets" in header else None,
+        question=header.get("question") or QUESTION,
     )
 
 
@@ -188,7 +202,7 @@ PRESET_CELLS = [
 def _case(pair: Pair) -> dict[str, Any]:
     case: dict[str, Any] = {
         "id": pair.case_id,
-        "question": QUESTION,
+        "question": pair.question,
         "gold_sql": pair.gold[0] if len(pair.gold) == 1 else list(pair.gold),
         "tags": [Path(pair.file).stem],
     }
@@ -275,6 +289,10 @@ def test_parser_reads_alternatives_options_and_cells() -> None:
     assert pair.pred == "-- a comment kept in the SQL\nSELECT 2"
     assert pair.compare == {"columns": "subset", "abs_tol": 0.5}
     assert pair.presets == {"bird": "error", "spider2": "1"}
+    assert pair.question == QUESTION
+    (asked,) = parse_pairs("-- name: n\n-- expect: pass\n-- question: Sort them\n-- gold:\nSELECT 1\n-- pred:\nSELECT 1\n",
+                           "q.sql")  # fmt: skip
+    assert asked.question == "Sort them"
 
 
 @pytest.mark.parametrize(

@@ -14,9 +14,10 @@ from bot.cases.model import CompareOptions
 from bot.errors import SqlcanaryError
 from bot.results import ResultSet
 from bot.scoring.execution import DEFAULTS, judge_results, resolve_options, wants_order
-from bot.scoring.order import key_positions, order_info, with_limit
-from bot.scoring.presets import LEGACY, PRESETS, EvaluatorError
+from bot.scoring.order import key_positions, order_info, with_limit, with_order_keys
+from bot.scoring.presets import LEGACY, PRESETS, EvaluatorError, defog_orders
 from bot.scoring.tables import OrderCheck, TableOptions, compare_tables
+from bot.scoring.values import DEFAULT_ABS_TOL, DEFAULT_REL_TOL
 
 INT4, INT8, NUMERIC, FLOAT8, BOOL, TEXT, BPCHAR = 23, 20, 1700, 701, 16, 25, 1042
 DATE, TIMESTAMP, TIMESTAMPTZ, INTERVAL, JSONB, INT4_ARRAY = 1082, 1114, 1184, 1186, 3802, 1007
@@ -140,6 +141,20 @@ def test_tolerance_is_configurable() -> None:
     assert compare(third, rounded).match is False
     assert compare(third, rounded, abs_tol=0.01).kind == "within_tolerance"
     assert compare(third, rounded, rel_tol=0.02).match is True
+
+
+def test_default_tolerance_absorbs_float4_noise_but_not_a_real_difference() -> None:
+    """AVG(real_col) (a float8 of float4 values) vs AVG(real_col::numeric) on PostgreSQL: 5.5e-7 apart."""
+    assert (DEFAULT_ABS_TOL, DEFAULT_REL_TOL) == (1e-9, 1e-6)
+    assert (OPTS.abs_tol, OPTS.rel_tol) == (DEFAULT_ABS_TOL, DEFAULT_REL_TOL)
+    assert (DEFAULTS.abs_tol, DEFAULTS.rel_tol) == (DEFAULT_ABS_TOL, DEFAULT_REL_TOL)
+    avg_real, avg_numeric = one(FLOAT8, 0.21111111591259638), one(NUMERIC, Decimal("0.21111100000000000000"))
+    v = compare(avg_real, avg_numeric)
+    assert (v.match, v.kind) == (True, "within_tolerance")
+    assert compare(avg_real, one(FLOAT8, 0.21111111591259638 * 1.0001)).match is False  # 1e-4 relative
+    assert compare(avg_real, one(FLOAT8, 0.21111111591259638 * 1.00001)).match is False  # 1e-5 relative
+    assert compare(one(FLOAT8, 1e-12), one(FLOAT8, 3e-12)).match is True  # below abs_tol
+    assert compare(one(FLOAT8, 1e-3), one(FLOAT8, 1.1e-3)).match is False
 
 
 def test_integers_compare_exactly_whatever_the_tolerance() -> None:
@@ -377,6 +392,20 @@ def test_column_count_difference_lists_both_headers() -> None:
         ("WITH x AS (SELECT 1 AS v) SELECT v FROM x ORDER BY v", ("v",), (0,)),
         ("SELECT name FROM people ORDER BY age", ("name",), None),  # the key is not an output column
         ("SELECT name FROM people ORDER BY 5", ("name",), None),
+        # PostgreSQL's rule: a bare name is the output column of that name, shadowing the input column ...
+        ("SELECT name, age / 10 AS age FROM people ORDER BY age", ("name", "age"), (1,)),
+        ("SELECT name, age / 10 AS age FROM people ORDER BY (age) DESC", ("name", "age"), (1,)),
+        # ... a qualified name is the input column: not the output `age` computed from it (the tie probe decides)
+        ("SELECT name, age / 10 AS age FROM people ORDER BY people.age", ("name", "age"), None),
+        ("SELECT name, age / 10 AS age FROM people p ORDER BY p.age, name", ("name", "age"), None),
+        # ... and an input column that is returned, under its name or another, maps to that output column
+        ("SELECT name, p.age FROM people p ORDER BY age", ("name", "age"), (1,)),
+        ("SELECT name, age FROM people p ORDER BY p.age", ("name", "age"), (1,)),
+        ("SELECT name, p.age AS years FROM people p ORDER BY age", ("name", "years"), (1,)),
+        ("SELECT name, age / 10 AS decade FROM people ORDER BY age / 10", ("name", "decade"), (1,)),
+        ("SELECT a.id, b.id FROM a JOIN b ON a.k = b.k ORDER BY b.id", ("id", "id"), (1,)),
+        ("SELECT * FROM people ORDER BY people.age", ("id", "name", "age"), (2,)),
+        ("SELECT * FROM people ORDER BY 2", ("id", "name", "age"), (1,)),
     ],
 )
 def test_key_positions(sql: str, columns: tuple[str, ...], positions: tuple[int, ...] | None) -> None:
@@ -429,6 +458,25 @@ def test_with_limit(sql: str, expected: str) -> None:
     assert with_limit(sql, 4) == expected
 
 
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        ("SELECT name, age / 10 AS age FROM people ORDER BY people.age",
+         "SELECT name, age / 10 AS age, people.age AS __sqlcanary_k0 FROM people ORDER BY people.age"),
+        # an ordinal or an output name means that output's expression, not the input column of the same name
+        ("SELECT name, -age AS age FROM people ORDER BY age, people.id",
+         "SELECT name, -age AS age, -age AS __sqlcanary_k0, people.id AS __sqlcanary_k1 FROM people ORDER BY age, "
+         "people.id"),
+        ("SELECT name, -age AS a FROM people ORDER BY 2 DESC, id",
+         "SELECT name, -age AS a, -age AS __sqlcanary_k0, id AS __sqlcanary_k1 FROM people ORDER BY 2 DESC, id"),
+        ("SELECT * FROM people ORDER BY 2, id", None),  # which column is 2 is not known without the schema
+        ("SELECT DISTINCT name FROM people ORDER BY name", None),
+    ],
+)  # fmt: skip
+def test_with_order_keys_adds_the_values_the_keys_sort_on(sql: str, expected: str | None) -> None:
+    assert with_order_keys(sql) == expected
+
+
 @pytest.mark.parametrize("sql", ["INSERT INTO t VALUES (1)", "not sql ("])
 def test_with_limit_gives_up_on_what_it_cannot_rewrite(sql: str) -> None:
     assert with_limit(sql, 4) is None
@@ -451,7 +499,7 @@ def test_resolve_options_later_layers_win_field_by_field() -> None:
         "set",
         "subset",
         0.5,
-        1e-9,
+        DEFAULT_REL_TOL,
         "sqlcanary",
     )
     assert resolve_options(suite, case, CompareOptions(preset="bird")).preset == "bird"
@@ -560,3 +608,71 @@ def test_defog_orders_rows_when_the_question_says_so() -> None:
     pred = rs("id, name", (INT4, TEXT), [(2, "b"), (1, "a")])
     assert LEGACY["defog_exact"](AB, pred, gold_sql="", question="list them") is True
     assert LEGACY["defog_exact"](AB, pred, gold_sql="", question="list them in order of id") is False
+
+
+# --- defog sql-eval (eval/eval.py compare_df, normalize_table) -------------------------------------------------
+
+DEFOG_EXACT = LEGACY["defog_exact"]
+BA = rs("id, name", (INT4, TEXT), [(2, "b"), (1, "a")])
+
+
+def test_defog_exact_compares_values_not_column_names() -> None:
+    renamed = rs("id, label", (INT4, TEXT), [(1, "a"), (2, "b")])
+    assert DEFOG_EXACT(AB, renamed, gold_sql="", question="") is True
+    renamed_ba = rs("id, label", (INT4, TEXT), [(2, "b"), (1, "a")])
+    assert DEFOG_EXACT(AB, renamed_ba, gold_sql="", question="") is True
+    assert LEGACY["defog"](AB, renamed, gold_sql="", question="") is True
+    # names only put the columns in alphabetical order: a renaming that changes that order misaligns the values
+    zid = rs("zid, name", (INT4, TEXT), [(2, "b"), (1, "a")])
+    assert DEFOG_EXACT(AB, zid, gold_sql="", question="") is False
+
+
+@pytest.mark.parametrize(
+    ("question", "ordered"),
+    [
+        ("list them in order of id", True),
+        ("Sort them by id", True),
+        ("arrange them by id", True),
+        ("ORDER: by id", True),
+        ("list them", False),
+        ("which border towns", False),  # the substring "order" is not the word
+        # sql-eval's regex is \b(order|sort|arrange)\b: "sorted" is not "sort"
+        ("list them sorted by id", False),
+        ("arranged by id", False),
+    ],
+)
+def test_defog_orders_rows_on_the_words_order_sort_arrange(question: str, ordered: bool) -> None:
+    assert defog_orders(question) is ordered
+    assert DEFOG_EXACT(AB, BA, gold_sql="", question=question) is (not ordered)
+
+
+def test_defog_exact_sorts_each_side_by_the_columns_its_order_by_names() -> None:
+    """With an ordering question, sql-eval re-sorts each result by the columns its own query's ORDER BY names
+    (descending unless only ASC is written) and moves those columns last; a query without ORDER BY keeps its
+    returned order and alphabetical columns."""
+    q, plain = "sort them by id", "SELECT id, name FROM t"
+    assert DEFOG_EXACT(
+        AB, BA, gold_sql=plain + " ORDER BY id", pred_sql=plain + " ORDER BY id DESC", question=q
+    )
+    assert not DEFOG_EXACT(AB, BA, gold_sql=plain + " ORDER BY id ASC", pred_sql=plain + " ORDER BY id DESC",
+                           question=q)  # fmt: skip
+    assert DEFOG_EXACT(AB, BA, gold_sql=plain + " ORDER BY name", pred_sql=plain, question=q)  # (2,b), (1,a)
+    assert not DEFOG_EXACT(AB, BA, gold_sql=plain + " ORDER BY name ASC", pred_sql=plain, question=q)
+    assert not DEFOG_EXACT(AB, BA, gold_sql=plain + " ORDER BY id", pred_sql=plain, question=q)  # (name, id)
+
+
+def test_defog_exact_keeps_numpy_broadcasting_and_pandas_crashes() -> None:
+    # (df_gold.values == df_gen.values).all(): an empty gold "equals" a one-row prediction of the same width
+    assert DEFOG_EXACT(one(INT4), one(INT4, 7), gold_sql="", question="") is True
+    assert DEFOG_EXACT(one(INT4), one(INT4, 7, 8), gold_sql="", question="") is False
+    # NULL and NaN are one missing value after fillna(-99999)
+    assert DEFOG_EXACT(one(FLOAT8, math.nan, 1.0), one(FLOAT8, 1.0, None), gold_sql="", question="") is True
+    twice = rs("id, id", (INT4, INT4), [(1, 1), (2, 2)])
+    other_names = rs("a, b", (INT4, INT4), [(2, 2), (1, 1)])
+    with pytest.raises(EvaluatorError):  # pandas cannot reindex columns with duplicate names
+        DEFOG_EXACT(twice, other_names, gold_sql="", question="")
+    assert (
+        LEGACY["defog"](twice, other_names, gold_sql="", question="") is True
+    )  # subset_df renames the gold's
+    with pytest.raises(EvaluatorError):  # ... and then looks up the prediction's renamed columns
+        LEGACY["defog"](other_names, twice, gold_sql="", question="")
