@@ -1,41 +1,62 @@
 """compare_runs(base, head, ...) -> Comparison: which cases a change broke or fixed, and how sure we are. Pure.
 
 The models below are the contract the reports, the check command and the GitHub adapter read.
+
+- Runs that cannot be judged against each other (another suite, a changed fixture of a database both use,
+  another case selection or shard, preset or evaluator version) are `incomparable`: see bot.comparable for
+  what counts and why. A database only one run uses is fine: a pull request may add one.
+- Cases pair by id. A case only in base whose content hash (CaseResult.case_hash: question, database, gold
+  SQL, category) matches exactly one case only in head, and no other, is a rename: one `renamed` change,
+  judged by the pair's own base -> head outcome (`outcome`), so a renamed case that broke is a regression.
+  Runs written before case_hash existed get no rename detection.
+- The gate fails on regressions (passed -> failed or errored) beyond `max_regressions`, on removed cases
+  unless `allow_removed` (deleting a broken case must not make it pass), on cases that passed and became
+  invalid unless `allow_invalid`, and on the pass-rate rules.
+- compare_head_only(head) is the first pull request that adds sqlcanary: the base commit has nothing to run,
+  so every case is new and only `min_pass_rate` can fail it.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Literal
 
 from pydantic import Field
 
+from bot.comparable import describe_selection, incomparable_reasons, run_warnings, selection
 from bot.errors import ResultFileError
+from bot.gate import gate_reasons, pass_rate_floor
 from bot.results import CaseResult, Counts, FrozenModel, GateSettings, RunMeta, RunResult, summarize
 from bot.stats import discordant_pairs, mcnemar_one_sided
 
-COMPARISON_SCHEMA_VERSION = 1
+# 2: `renamed` transition (CaseChange.renamed_from / outcome); head-only comparisons (baseline "none", base
+# None, baseline_reason). Version 1 files still read: every new field has a default.
+COMPARISON_SCHEMA_VERSION = 2
 
 Transition = Literal[
     "still_passing",  # passed in both
-    "regressed",  # passed in base, fails in head (significantly, when repeated)
+    "regressed",  # passed in base, fails or errors in head (significantly, when repeated)
     "fixed",  # failed in base, passes in head
     "still_failing",  # failed (or errored) in both
     "new",  # only in head
     "removed",  # only in base
+    "renamed",  # only in base under one id, only in head under another, same content: judged by `outcome`
     "became_invalid",  # decidable in base, invalid in head (the gold broke, or the fixture)
     "became_valid",  # invalid in base, decidable in head
     "error_changed",  # failed or errored in both, with a different error class
     "flaky",  # attempts disagree and the difference is not significant: labelled, never failed
 ]
 TRANSITIONS: tuple[str, ...] = (
-    "regressed", "fixed", "flaky", "became_invalid", "error_changed", "new", "removed", "became_valid",
-    "still_failing", "still_passing",
+    "regressed", "fixed", "flaky", "became_invalid", "error_changed", "renamed", "new", "removed",
+    "became_valid", "still_failing", "still_passing",
 )  # fmt: skip
 Verdict = Literal["pass", "regressions", "incomparable"]
+Baseline = Literal["run", "none"]
+NO_BASELINE = "the base commit has no sqlcanary suite or config, so there is no base run to compare with"
 
 
 class CaseChange(FrozenModel):
-    id: str
+    id: str  # the head's id (the base's, for a removed case)
     transition: Transition
     category: str = ""
     tags: tuple[str, ...] = ()
@@ -55,6 +76,13 @@ class CaseChange(FrozenModel):
     head_sql: str | None = None
     base_sql: str | None = None
     source: str | None = None  # case file:line
+    renamed_from: str | None = None  # renamed: the id the case had in base
+    outcome: Transition | None = None  # renamed: the pair's own transition (still_passing, regressed, ...)
+
+    @property
+    def judged(self) -> Transition:
+        """The transition the gate judges: a renamed case by its own outcome, every other by its transition."""
+        return self.outcome if self.transition == "renamed" and self.outcome else self.transition
 
 
 class RateDelta(FrozenModel):
@@ -70,11 +98,14 @@ class Comparison(FrozenModel):
     verdict: Verdict
     reasons: tuple[str, ...] = ()  # why the gate failed, or why the runs are incomparable
     gate: GateSettings = GateSettings()
-    base: RunMeta
+    # "none": head only (compare_head_only), the base commit had nothing to run; `base` is then None.
+    baseline: Baseline = "run"
+    baseline_reason: str = ""  # head only: why there is no baseline, in words for the report
+    base: RunMeta | None
     head: RunMeta
     forced: bool = False  # compared despite differing fingerprints (--force)
     # Things a reader should know that do not decide the verdict: with --force, the incomparability reasons;
-    # also runs that are incomplete, sharded, repeated a different number of times, or on another server.
+    # also runs that are incomplete, repeated a different number of times, or on another server.
     warnings: tuple[str, ...] = ()
     overall: RateDelta
     by_tag: dict[str, RateDelta] = Field(default_factory=dict)
@@ -85,28 +116,27 @@ class Comparison(FrozenModel):
     def of(self, transition: str) -> list[CaseChange]:
         return [c for c in self.cases if c.transition == transition]
 
+    def judged_as(self, transition: str) -> list[CaseChange]:
+        """Like `of`, counting a renamed case by its outcome: `judged_as("regressed")` is every regression."""
+        return [c for c in self.cases if c.judged == transition]
+
 
 # ---------------------------------------------------------------------------------------------------------------
 # compare_runs
-
-_EPS = 1e-9  # pass rates are ratios of small integers: 0.9 must not be "below" 0.9 by a rounding error
-_LISTED = 10  # case ids named in a reason before "and N more"
 
 
 def compare_runs(
     base: RunResult, head: RunResult, *, gate: GateSettings = GateSettings(), force: bool = False
 ) -> Comparison:
-    """Pair the cases of two runs by id, classify each change and decide the verdict under `gate`.
+    """Pair the cases of two runs (by id, then renames by content), classify each change and decide the
+    verdict under `gate`.
 
-    Runs judged by different rules (evaluator version, preset, fixtures, schema) are `incomparable` unless
-    `force`, which compares them anyway and keeps the reasons as warnings."""
+    Runs that cannot be judged against each other are `incomparable` unless `force`, which compares them
+    anyway and keeps the reasons as warnings. Forced past a different case selection, cases only one run
+    holds are listed but not judged: they were left out, not added or deleted."""
     problems = incomparable_reasons(base, head)
     warnings = run_warnings(base, head)
-    base_cases, head_cases = _by_id(base, "base"), _by_id(head, "head")
-    changes = [
-        classify_case(base_cases.get(i), head_cases.get(i), gate=gate) for i in base_cases | head_cases
-    ]
-    changes.sort(key=lambda c: (TRANSITIONS.index(c.transition), c.id))
+    changes = pair_cases(base, head, gate=gate)
     base_sum, head_sum = summarize(base.cases), summarize(head.cases)
     overall = rate_delta(base_sum, head_sum)
     if problems and not force:
@@ -114,7 +144,11 @@ def compare_runs(
         reasons = problems
     else:
         warnings = [*(f"compared anyway (--force): {p}" for p in problems), *warnings]
-        reasons = gate_reasons(changes, overall, gate)
+        membership = selection(base.meta) == selection(head.meta)
+        if not membership:
+            warnings.append(f"base ran {describe_selection(base.meta)}, head {describe_selection(head.meta)}: "
+                            "cases only one run holds are listed as new or removed, not judged")  # fmt: skip
+        reasons = gate_reasons(changes, overall, gate, judge_removed=membership)
         verdict = "regressions" if reasons else "pass"
     return Comparison(
         verdict=verdict,
@@ -127,64 +161,85 @@ def compare_runs(
         overall=overall,
         by_tag=_deltas(base_sum.by_tag, head_sum.by_tag),
         by_category=_deltas(base_sum.by_category, head_sum.by_category),
-        counts={t: sum(c.transition == t for c in changes) for t in TRANSITIONS},
+        counts=_counts(changes),
         cases=tuple(changes),
     )
 
 
-def incomparable_reasons(base: RunResult, head: RunResult) -> list[str]:
-    """Why two runs cannot be compared: they were judged by different rules or on different data."""
-    b, h = base.meta, head.meta
-    reasons = []
-    if base.schema_version != head.schema_version:
-        reasons.append(
-            f"RunResult schema version {base.schema_version} in base, {head.schema_version} in head: "
-            "written by different sqlcanary versions"
-        )
-    if b.evaluator_version != h.evaluator_version:
-        reasons.append(
-            f"evaluator version {b.evaluator_version} in base, {h.evaluator_version} in head: "
-            "the scoring rules changed, so a verdict may differ without any change in the answer"
-        )
-    if b.preset != h.preset:
-        reasons.append(
-            f"preset `{b.preset}` in base, `{h.preset}` in head: answers were judged by different rules"
-        )
-    for db in sorted(b.fixtures.keys() & h.fixtures.keys()):
-        if b.fixtures[db] != h.fixtures[db]:
-            reasons.append(
-                f"database `{db}`: fixture fingerprint {b.fixtures[db]} in base, {h.fixtures[db]} in head: "
-                "the data changed, so gold answers may differ"
-            )
-    return reasons
+def compare_head_only(
+    head: RunResult, *, gate: GateSettings = GateSettings(), reason: str = NO_BASELINE
+) -> Comparison:
+    """The comparison for a base commit without sqlcanary (no suite or no config): there is no baseline, every
+    case is `new`, and only `gate.min_pass_rate` decides (the verdict is `pass` when it is unset). `reason`
+    says why there is no baseline; the reports show it with the head's pass rate."""
+    changes = [classify_case(None, case, gate=gate) for case in _by_id(head, "head").values()]
+    changes.sort(key=_order)
+    head_sum = summarize(head.cases)
+    overall = rate_delta(Counts(), head_sum)
+    reasons = pass_rate_floor(overall.head_rate, gate)
+    warnings = (
+        [] if head.meta.complete else ["the head run is incomplete: cases it did not reach are missing"]
+    )
+    return Comparison(
+        verdict="regressions" if reasons else "pass",
+        reasons=tuple(reasons),
+        gate=gate,
+        baseline="none",
+        baseline_reason=reason,
+        base=None,
+        head=head.meta,
+        warnings=tuple(warnings),
+        overall=overall,
+        by_tag=_deltas({}, head_sum.by_tag),
+        by_category=_deltas({}, head_sum.by_category),
+        counts=_counts(changes),
+        cases=tuple(changes),
+    )
 
 
-def run_warnings(base: RunResult, head: RunResult) -> list[str]:
-    """Differences worth a line in a report that do not make the runs incomparable."""
-    warnings = []
-    for name, run in (("base", base), ("head", head)):
-        if not run.meta.complete:
-            warnings.append(f"the {name} run is incomplete: cases it did not reach count as "
-                            f"{'removed' if name == 'head' else 'new'}")  # fmt: skip
-    b, h = base.meta, head.meta
-    if b.shard != h.shard:
-        warnings.append(f"base holds {_shard(b.shard)}, head {_shard(h.shard)}: "
-                        "cases outside either count as new or removed")  # fmt: skip
-    if b.repeats != h.repeats:
-        warnings.append(
-            f"base repeated each case {b.repeats} time(s), head {h.repeats}: "
-            f"only the first {min(b.repeats, h.repeats)} attempt(s) are paired"
-        )
-    if b.suite != h.suite:
-        warnings.append(f"suite `{b.suite}` in base, `{h.suite}` in head")
-    major = (b.server_version.split(".")[0], h.server_version.split(".")[0])
-    if all(major) and major[0] != major[1]:
-        warnings.append(f"PostgreSQL {b.server_version} in base, {h.server_version} in head")
-    return warnings
+def _counts(changes: list[CaseChange]) -> dict[str, int]:
+    return {t: sum(c.transition == t for c in changes) for t in TRANSITIONS}
 
 
-def _shard(shard: str | None) -> str:
-    return f"shard {shard}" if shard else "the whole suite"
+def _order(change: CaseChange) -> tuple[int, int, str]:
+    """By transition; renamed cases by their outcome within (a renamed regression first); then by id."""
+    return TRANSITIONS.index(change.transition), TRANSITIONS.index(change.judged), change.id
+
+
+def pair_cases(base: RunResult, head: RunResult, *, gate: GateSettings = GateSettings()) -> list[CaseChange]:
+    """Every case's change, in report order: pairs by id, then the removed and new cases that are renames."""
+    base_cases, head_cases = _by_id(base, "base"), _by_id(head, "head")
+    renames = find_renames(base_cases, head_cases)  # head id -> base id
+    renamed_base = set(renames.values())
+    changes = []
+    for i in base_cases | head_cases:
+        if i in renames:
+            changes.append(_renamed(base_cases[renames[i]], head_cases[i], gate))
+        elif i not in renamed_base:
+            changes.append(classify_case(base_cases.get(i), head_cases.get(i), gate=gate))
+    changes.sort(key=_order)
+    return changes
+
+
+def find_renames(base: dict[str, CaseResult], head: dict[str, CaseResult]) -> dict[str, str]:
+    """{head id: base id} for each case only in base and case only in head with the same content hash, when
+    that hash is unique on both sides (two cases asking the same thing cannot tell which is which)."""
+    removed: dict[str, list[str]] = defaultdict(list)
+    new: dict[str, list[str]] = defaultdict(list)
+    for i, case in base.items():
+        if i not in head and case.case_hash:
+            removed[case.case_hash].append(i)
+    for i, case in head.items():
+        if i not in base and case.case_hash:
+            new[case.case_hash].append(i)
+    return {new[h][0]: ids[0] for h, ids in removed.items() if len(ids) == 1 and len(new.get(h, ())) == 1}
+
+
+def _renamed(base: CaseResult, head: CaseResult, gate: GateSettings) -> CaseChange:
+    change = classify_case(base, head, gate=gate)
+    return change.model_copy(
+        update={"transition": "renamed", "outcome": change.transition, "renamed_from": base.id}
+    )
 
 
 def _by_id(run: RunResult, name: str) -> dict[str, CaseResult]:
@@ -292,37 +347,3 @@ def _deltas(base: dict[str, Counts], head: dict[str, Counts]) -> dict[str, RateD
     return {
         k: rate_delta(base.get(k, Counts()), head.get(k, Counts())) for k in sorted(base.keys() | head.keys())
     }
-
-
-def _pct(rate: float | None) -> str:
-    return "n/a" if rate is None else f"{rate:.1%}"
-
-
-def _ids(changes: list[CaseChange]) -> str:
-    ids = [c.id for c in changes]
-    more = f" and {len(ids) - _LISTED} more" if len(ids) > _LISTED else ""
-    return ", ".join(ids[:_LISTED]) + more
-
-
-def gate_reasons(changes: list[CaseChange], overall: RateDelta, gate: GateSettings) -> list[str]:
-    """Why the gate fails, in plain words; empty when it passes."""
-    reasons = []
-    regressed = [c for c in changes if c.transition == "regressed"]
-    if len(regressed) > gate.max_regressions:
-        reasons.append(f"{len(regressed)} case(s) regressed, more than the {gate.max_regressions} allowed: "
-                       f"{_ids(regressed)}")  # fmt: skip
-    head_rate, base_rate = overall.head_rate, overall.base_rate
-    if gate.min_pass_rate is not None:
-        if head_rate is None:
-            reasons.append(f"the head run has no decidable case, so it cannot reach the minimum pass rate "
-                           f"{_pct(gate.min_pass_rate)}")  # fmt: skip
-        elif head_rate < gate.min_pass_rate - _EPS:
-            reasons.append(
-                f"head pass rate {_pct(head_rate)} is below the minimum {_pct(gate.min_pass_rate)}"
-            )
-    if gate.max_pass_rate_drop is not None and head_rate is not None and base_rate is not None:
-        drop = base_rate - head_rate
-        if drop > gate.max_pass_rate_drop + _EPS:
-            reasons.append(f"pass rate dropped {drop * 100:.1f} points ({_pct(base_rate)} → {_pct(head_rate)}), "
-                           f"more than the {gate.max_pass_rate_drop * 100:.1f} allowed")  # fmt: skip
-    return reasons

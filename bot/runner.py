@@ -42,6 +42,7 @@ from bot.results import (
     RunMeta,
     RunResult,
     Verdict,
+    case_content_hash,
     summarize,
     write_run,
 )
@@ -140,7 +141,8 @@ def _case_result(
     timings = {"agent_s": round(agent_s, 6), "eval_s": round(eval_s, 6)}
     base: dict[str, Any] = dict(id=case.id, category=case.category, tags=case.tags, db=case.db,
                                 question=case.question, prediction=prediction, timings=timings,
-                                source=case.source, answer_key=answer_key)  # fmt: skip
+                                source=case.source, answer_key=answer_key,
+                                case_hash=case_content_hash(case))  # fmt: skip
     if ev is None:
         return CaseResult(
             status="errored", reason=f"agent: {answer.error}", error_class=answer.error_class, **base

@@ -16,7 +16,8 @@ from bot.results import read_run, write_json_atomic
 _EXIT = {"pass": EXIT_OK, "regressions": EXIT_GATE, "incomparable": EXIT_BAD_INPUT}
 _LISTED = 20  # regressed / fixed / flaky ids printed before "... and N more"
 _REASON = 160  # characters of a case's reason in the text summary (the JSON keeps all of it)
-_GATE_FLAGS = ("max_regressions", "min_pass_rate", "max_pass_rate_drop", "alpha", "min_regression_count")
+_GATE_FLAGS = ("max_regressions", "min_pass_rate", "max_pass_rate_drop", "alpha", "min_regression_count",
+               "allow_removed", "allow_invalid")  # fmt: skip
 
 
 def fraction(text: str) -> float:
@@ -53,6 +54,18 @@ def add_gate_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="repeated runs: attempts that must move before a regression is called (default 1)",
     )
+    g.add_argument(
+        "--allow-removed",
+        action="store_true",
+        default=None,
+        help="removed cases do not fail the gate (by default they do: a deleted case cannot fail)",
+    )
+    g.add_argument(
+        "--allow-invalid",
+        action="store_true",
+        default=None,
+        help="cases that passed on base and are invalid on head do not fail the gate",
+    )
 
 
 def gate_from_args(args: argparse.Namespace, defaults: GateSettings | None = None) -> GateSettings:
@@ -73,7 +86,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--force",
         action="store_true",
-        help="compare even when evaluator version, preset or fixtures differ (the reasons become warnings)",
+        help="compare even when the suite, case selection, fixtures, preset or evaluator version differ "
+        "(the reasons become warnings)",
     )
     p.add_argument("--out", help="write the Comparison JSON here")
     add_gate_arguments(p)
@@ -100,6 +114,8 @@ def _points(delta: float | None) -> str:
 
 def _case_line(change: CaseChange) -> str:
     line = f"  {change.id}"
+    if change.renamed_from:
+        line += f" (renamed from {change.renamed_from}; {change.judged.replace('_', ' ')})"
     if max(change.base_repeats, change.head_repeats) > 1:
         line += f" [{change.base_passes}/{change.base_repeats} → {change.head_passes}/{change.head_repeats}"
         line += f", p={change.p_value:.3g}]" if change.p_value is not None else "]"
@@ -120,16 +136,27 @@ def render_summary(comparison: Comparison) -> str:
     """A compact text summary: verdict, pass rates, counts per transition, regressed / fixed / flaky ids."""
     c, o = comparison, comparison.overall
     forced = " (forced)" if c.forced else ""
-    lines = [
-        f"sqlcanary compare: {c.verdict.upper()}{forced}",
-        f"pass rate {_pct(o.base_rate)} → {_pct(o.head_rate)}{_points(o.delta)}; "
-        f"{o.base.total} → {o.head.total} case(s)",
-        "  ".join(f"{t.replace('_', ' ')} {c.counts[t]}" for t in TRANSITIONS if c.counts.get(t))
-        or "no cases",
-    ]
-    lines += _section("regressed", c.of("regressed"))
-    lines += _section("fixed", c.of("fixed"))
-    lines += _section("flaky (labelled, not failed)", c.of("flaky"))
+    if c.baseline == "none":
+        lines = [
+            f"sqlcanary compare: {c.verdict.upper()} (no baseline: head only)",
+            f"no baseline: {c.baseline_reason}",
+            f"head pass rate {_pct(o.head_rate)}: {o.head.passed} of {o.head.total - o.head.invalid} decidable "
+            f"case(s) passed"
+            + ("" if c.gate.min_pass_rate is not None else " (no minimum pass rate set, so it passes)"),
+        ]
+        lines += _section("failed", [ch for ch in c.cases if ch.head_status in ("failed", "errored")])
+    else:
+        lines = [
+            f"sqlcanary compare: {c.verdict.upper()}{forced}",
+            f"pass rate {_pct(o.base_rate)} → {_pct(o.head_rate)}{_points(o.delta)}; "
+            f"{o.base.total} → {o.head.total} case(s)",
+            "  ".join(f"{t.replace('_', ' ')} {c.counts[t]}" for t in TRANSITIONS if c.counts.get(t))
+            or "no cases",
+        ]
+        lines += _section("regressed", c.judged_as("regressed"))
+        lines += _section("fixed", c.judged_as("fixed"))
+        lines += _section("flaky (labelled, not failed)", c.judged_as("flaky"))
+        lines += _section("removed", c.of("removed"))
     if c.reasons:
         label = "not comparable" if c.verdict == "incomparable" else "gate failed"
         lines += [f"\n{label}:", *(f"  - {r}" for r in c.reasons)]

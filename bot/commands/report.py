@@ -9,7 +9,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from bot.compare import Comparison, GateSettings, compare_runs
+from bot.commands.compare import add_gate_arguments, gate_from_args
+from bot.compare import Comparison, compare_runs
 from bot.errors import EXIT_OK, ConfigError, ResultFileError
 from bot.report.render import FORMATS, render
 from bot.results import RunResult, read_run, write_json_atomic
@@ -31,13 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--details-url", help="md/summary: link to the full report, shown when the text is cut")
     p.add_argument("--limit", type=int, help="md: characters (default 65536); summary: bytes (default 1 MiB)")
     p.add_argument("--force", action="store_true", help="with --base: compare runs judged by different rules")
-    p.add_argument(
-        "--max-regressions", type=int, default=0, help="with --base: regressions allowed (default 0)"
-    )
-    p.add_argument(
-        "--min-pass-rate", type=float, help="with --base: the head's pass rate must reach this (0-1)"
-    )
-    p.add_argument("--max-pass-rate-drop", type=float, help="with --base: the largest allowed drop (0-1)")
+    add_gate_arguments(p)  # with --base: the same gate as `compare`
 
 
 def _read_comparison(path: str) -> Comparison | None:
@@ -58,18 +53,6 @@ def _read_comparison(path: str) -> Comparison | None:
         raise ResultFileError(f"{where}: {first['msg']}", path=path) from exc
 
 
-def _gate(args: argparse.Namespace) -> GateSettings:
-    try:
-        return GateSettings(
-            max_regressions=args.max_regressions,
-            min_pass_rate=args.min_pass_rate,
-            max_pass_rate_drop=args.max_pass_rate_drop,
-        )
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ConfigError(f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}") from exc
-
-
 def main(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise ConfigError("--limit must be a positive number")
@@ -80,7 +63,7 @@ def main(args: argparse.Namespace) -> int:
         head = read_run(args.run)
         if args.base:
             base = read_run(args.base)
-            comparison = compare_runs(base, head, gate=_gate(args), force=args.force)
+            comparison = compare_runs(base, head, gate=gate_from_args(args), force=args.force)
     elif args.base:
         raise ConfigError(
             "--base needs a RunResult, but the file given is already a Comparison", path=args.run

@@ -21,6 +21,7 @@ GROUP_COLORS = {
     "error_changed": "#bc4c00",
     "new": "#1b7c83",
     "removed": "#57606a",
+    "renamed": "#0550ae",
     "still_failing": "#ff8182",
     "still_passing": "#4ac26b",
     "passed": "#1a7f37",

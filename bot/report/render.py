@@ -24,7 +24,16 @@ import bot
 from bot.compare import Comparison
 from bot.report import charts
 from bot.report.filters import FILTERS, clean, md_url
-from bot.report.view import LABELS, CaseRow, ReportView, build_view, row_from_case, row_from_change, trim
+from bot.report.view import (
+    LABELS,
+    CaseRow,
+    ReportView,
+    build_view,
+    row_from_case,
+    row_from_change,
+    rows_from_comparison,
+    trim,
+)
 from bot.results import CaseResult, RunResult
 
 COMMENT_LIMIT = 65_536  # characters in a GitHub comment body
@@ -194,7 +203,7 @@ def render_html(subject: Subject, *, head: RunResult | None = None, base: RunRes
     if isinstance(subject, RunResult):
         head, rows = subject, [row_from_case(c) for c in subject.cases]
     else:
-        rows = [row_from_change(c) for c in subject.cases]
+        rows = rows_from_comparison(subject)
     template = environment().get_template("report.html.j2")
     return template.render(
         view=view, charts=_html_charts(view, head=head, base=base), rows=rows, colors=charts.GROUP_COLORS
@@ -216,9 +225,10 @@ def _junit_message(case: CaseResult, row: CaseRow | None) -> str:
     message = case.reason or case.status
     if case.status == "invalid":
         return message
-    if row is not None and row.group == "regressed":
+    if row is not None and row.judged == "regressed":
         passes = f", passes {row.attempts}" if row.repeated else ""
-        return f"REGRESSION (passed on base{passes}): {message}"
+        renamed = f", as {row.renamed_from}" if row.renamed_from else ""
+        return f"REGRESSION (passed on base{renamed}{passes}): {message}"
     if case.repeats > 1:
         label = "FLAKY: " if 0 < case.passes < case.repeats else ""
         return f"{label}{case.passes}/{case.repeats} attempts passed: {message}"

@@ -18,6 +18,7 @@ LABELS = {
     "error_changed": "Error changed",
     "new": "New",
     "removed": "Removed",
+    "renamed": "Renamed",
     "still_failing": "Still failing",
     "still_passing": "Still passing",
     "passed": "Passed",
@@ -29,11 +30,13 @@ NOTES = {
     "regressed": "passed on base, fail on head",
     "fixed": "failed on base, pass on head",
     "flaky": "the attempts disagree and the difference is not significant: labelled, not failed",
-    "became_invalid": "the gold or the fixture broke: excluded from the pass rate",
+    "became_invalid": "the gold or the fixture broke: excluded from the pass rate; one that passed on base fails "
+    "the gate unless `allow_invalid`",
     "became_valid": "invalid on base, decidable on head",
     "error_changed": "failing on both sides, with a different error class",
     "new": "only in head",
-    "removed": "only in base",
+    "removed": "only in base: a deleted case cannot fail, so removals fail the gate unless `allow_removed`",
+    "renamed": "a new id for the same question, database, gold SQL and category: judged by its own outcome",
     "still_failing": "failing on both sides",
     "failed": "the answer is wrong",
     "errored": "the agent gave no usable answer",
@@ -80,6 +83,13 @@ class CaseRow:
     base_error_class: str | None = None
     head_error_class: str | None = None
     source: str | None = None
+    renamed_from: str | None = None
+    outcome: str | None = None  # renamed: the pair's own transition
+
+    @property
+    def judged(self) -> str:
+        """The group the case counts as: a renamed case by its outcome."""
+        return self.outcome if self.group == "renamed" and self.outcome else self.group
 
     @property
     def repeated(self) -> bool:
@@ -108,7 +118,8 @@ class Section:
 
 @dataclass(frozen=True)
 class ReportView:
-    kind: Literal["comparison", "run"]
+    # head_only: a comparison without a baseline (compare_head_only), laid out like a run
+    kind: Literal["comparison", "run", "head_only"]
     verdict: str  # pass | regressions | incomparable (comparison); pass | failures (run)
     word: str
     mark: str
@@ -126,6 +137,8 @@ class ReportView:
     total_cases: int
     forced: bool = False
     omitted_details: int = 0
+    baseline_reason: str = ""  # head_only: why there is no base run
+    min_pass_rate: float | None = None  # head_only: the only rule that can fail it
 
     @property
     def omitted(self) -> int:
@@ -147,7 +160,16 @@ def row_from_change(c: CaseChange) -> CaseRow:
         base_repeats=c.base_repeats, head_passes=c.head_passes, head_repeats=c.head_repeats, flaky=c.flaky,
         p_value=c.p_value, reason=c.reason, structural=c.structural, head_sql=c.head_sql, base_sql=c.base_sql,
         base_error_class=c.base_error_class, head_error_class=c.head_error_class, source=c.source,
+        renamed_from=c.renamed_from, outcome=c.outcome,
     )  # fmt: skip
+
+
+def rows_from_comparison(cmp: Comparison) -> list[CaseRow]:
+    """Every case as a row; head only: grouped by the head's status, as for a single run."""
+    rows = [row_from_change(c) for c in cmp.cases]
+    if cmp.baseline == "none":
+        rows = [replace(r, group=r.head_status or r.group) for r in rows]
+    return rows
 
 
 def _structural(case: CaseResult) -> str:
@@ -177,11 +199,11 @@ def _sections(
 
 
 def _details(sections: tuple[Section, ...]) -> tuple[CaseRow, ...]:
-    return tuple(r for s in sections if s.key in WITH_SQL for r in s.rows)
+    return tuple(r for s in sections for r in s.rows if r.judged in WITH_SQL)
 
 
 def _comparison_headline(cmp: Comparison) -> tuple[str, str, str]:
-    regressed, fixed, flaky = (cmp.counts.get(k, 0) for k in ("regressed", "fixed", "flaky"))
+    regressed, fixed, flaky = (len(cmp.judged_as(k)) for k in ("regressed", "fixed", "flaky"))
     if cmp.verdict == "incomparable":
         return "NOT COMPARABLE", "⚠️", "base and head cannot be compared"
     if cmp.verdict == "regressions":
@@ -195,6 +217,8 @@ def _comparison_headline(cmp: Comparison) -> tuple[str, str, str]:
 
 def view_comparison(cmp: Comparison, *, sections: tuple[str, ...] | None = None) -> ReportView:
     """`sections`: the transitions listed case by case (default: every transition but still_passing)."""
+    if cmp.baseline == "none":
+        return view_head_only(cmp)
     keys = sections if sections is not None else tuple(t for t in TRANSITIONS if t != "still_passing")
     built = _sections([row_from_change(c) for c in cmp.cases], keys)
     word, mark, headline = _comparison_headline(cmp)
@@ -213,15 +237,19 @@ def _single(name: str, c: Counts) -> RateRow:
     return RateRow(name, None, c, None, c.pass_rate, None)
 
 
-def view_run(run: RunResult) -> ReportView:
-    s = run.summary
-    rows = [row_from_case(c) for c in run.cases]
+def _run_rows(rows: list[CaseRow]) -> tuple[Section, ...]:
+    """A single run's sections: failed, errored, invalid, and passing cases whose attempts disagree."""
     rows = [
         r if r.group != "passed" else replace(r, group="flaky")
         for r in rows
         if r.group != "passed" or r.flaky
     ]
-    built = _sections(rows, RUN_SECTIONS, RUN_NOTES)
+    return _sections(rows, RUN_SECTIONS, RUN_NOTES)
+
+
+def view_run(run: RunResult) -> ReportView:
+    s = run.summary
+    built = _run_rows([row_from_case(c) for c in run.cases])
     decidable = s.total - s.invalid
     ok = s.failed == 0 and s.errored == 0
     headline = (
@@ -236,6 +264,34 @@ def view_run(run: RunResult) -> ReportView:
         by_tag=tuple(_single(k, v) for k, v in s.by_tag.items()),
         counts=tuple((k, LABELS[k], getattr(s, k)) for k in STATUSES if getattr(s, k)),
         sections=built, details=_details(built), base=None, head=run.meta, total_cases=len(run.cases),
+    )  # fmt: skip
+
+
+def _sentence(text: str) -> str:
+    """A reason as the templates place it: capitalised, without the final period they add."""
+    text = text.strip().rstrip(".")
+    return text[:1].upper() + text[1:]
+
+
+def view_head_only(cmp: Comparison) -> ReportView:
+    """No baseline (the base commit has no suite): the head laid out like a single run, judged by the gate's
+    minimum pass rate alone."""
+    h = cmp.overall.head
+    built = _run_rows(rows_from_comparison(cmp))
+    ok = cmp.verdict == "pass"
+    decidable = h.total - h.invalid
+    headline = (
+        f"no baseline: head only, {h.passed} of {decidable} decidable case{'s' * (decidable != 1)} pass"
+    )
+    return ReportView(
+        kind="head_only", verdict=cmp.verdict, word="PASS" if ok else "FAIL", mark="✅" if ok else "❌",
+        headline=headline, reasons=cmp.reasons, warnings=cmp.warnings, overall=_single("all", h),
+        by_category=tuple(_single(k, v.head) for k, v in sorted(cmp.by_category.items())),
+        by_tag=tuple(_single(k, v.head) for k, v in sorted(cmp.by_tag.items())),
+        counts=tuple((k, LABELS[k], getattr(h, k)) for k in STATUSES if getattr(h, k)),
+        sections=built, details=_details(built), base=None, head=cmp.head, total_cases=len(cmp.cases),
+        baseline_reason=_sentence(cmp.baseline_reason or "there is no base run to compare with"),
+        min_pass_rate=cmp.gate.min_pass_rate,
     )  # fmt: skip
 
 

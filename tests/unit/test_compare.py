@@ -11,22 +11,26 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main as cli_main
-from bot.commands.compare import add_gate_arguments, fraction, gate_from_args
+from bot.commands.compare import add_gate_arguments, fraction, gate_from_args, render_summary
 from bot.compare import (
+    NO_BASELINE,
     TRANSITIONS,
     CaseChange,
     Comparison,
     GateSettings,
     classify_case,
+    compare_head_only,
     compare_runs,
     gate_reasons,
     rate_delta,
 )
 from bot.errors import ConfigError, ResultFileError
-from bot.results import Counts, read_run
+from bot.results import Attempt, Counts, read_run, write_run
 from bot.stats import binomial_tail, discordant_pairs, mcnemar_one_sided, mcnemar_two_sided
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
+# k1 also holds a removed case and a case that passed and became invalid: tests of other rules let those through.
+LENIENT = {"allow_removed": True, "allow_invalid": True}
 
 
 def load(name: str):
@@ -242,13 +246,20 @@ def test_overall_tag_and_category_deltas():
 def test_gate_max_regressions():
     c = cmp("k1_base", "k1_head")
     assert c.verdict == "regressions"
-    assert c.reasons == ("1 case(s) regressed, more than the 0 allowed: regressed",)
-    assert cmp("k1_base", "k1_head", gate=GateSettings(max_regressions=1)).verdict == "pass"
+    assert c.reasons == (
+        "1 case(s) regressed, more than the 0 allowed: regressed",
+        "1 case(s) passed on base and are invalid on head (the gold SQL or the fixture broke): became-invalid; "
+        "set gate.allow_invalid: true (or --allow-invalid) to accept that",
+        "1 case(s) removed, and a deleted case cannot fail: removed; "
+        "set gate.allow_removed: true (or --allow-removed) to accept removals",
+    )
+    assert cmp("k1_base", "k1_head", gate=GateSettings(max_regressions=1, **LENIENT)).verdict == "pass"
+    assert cmp("k1_base", "k1_head", gate=GateSettings(**LENIENT)).reasons == (c.reasons[0],)
 
 
 @pytest.mark.parametrize(("floor", "verdict"), [(0.4, "regressions"), (0.375, "pass"), (0.3, "pass")])
 def test_gate_min_pass_rate(floor, verdict):
-    c = cmp("k1_base", "k1_head", gate=GateSettings(max_regressions=5, min_pass_rate=floor))
+    c = cmp("k1_base", "k1_head", gate=GateSettings(max_regressions=5, min_pass_rate=floor, **LENIENT))
     assert c.verdict == verdict
     if verdict == "regressions":
         assert c.reasons == ("head pass rate 37.5% is below the minimum 40.0%",)
@@ -256,7 +267,7 @@ def test_gate_min_pass_rate(floor, verdict):
 
 @pytest.mark.parametrize(("drop", "verdict"), [(0.1, "regressions"), (0.125, "pass"), (0.2, "pass")])
 def test_gate_max_pass_rate_drop(drop, verdict):
-    c = cmp("k1_base", "k1_head", gate=GateSettings(max_regressions=5, max_pass_rate_drop=drop))
+    c = cmp("k1_base", "k1_head", gate=GateSettings(max_regressions=5, max_pass_rate_drop=drop, **LENIENT))
     assert c.verdict == verdict
     if verdict == "regressions":
         assert c.reasons == ("pass rate dropped 12.5 points (50.0% → 37.5%), more than the 10.0 allowed",)
@@ -272,13 +283,14 @@ def test_gate_rates_are_not_fooled_by_float_rounding():
 
 def test_gate_rules_add_up():
     c = cmp("k1_base", "k1_head", gate=GateSettings(min_pass_rate=0.9, max_pass_rate_drop=0.01))
-    assert len(c.reasons) == 3 and c.gate.min_pass_rate == 0.9
+    assert len(c.reasons) == 5 and c.gate.min_pass_rate == 0.9
 
 
 def test_gate_min_pass_rate_without_a_decidable_case():
     head = load("k1_head")
     invalid_only = head.model_copy(update={"cases": tuple(c for c in head.cases if c.status == "invalid")})
-    c = compare_runs(load("k1_base"), invalid_only, gate=GateSettings(max_regressions=99, min_pass_rate=0.5))
+    gate = GateSettings(max_regressions=99, min_pass_rate=0.5, **LENIENT)
+    c = compare_runs(load("k1_base"), invalid_only, gate=gate)
     assert c.verdict == "regressions" and "no decidable case" in c.reasons[0]
 
 
@@ -304,7 +316,7 @@ def test_incomparable_runs_say_why_and_force_compares_anyway(head, words):
     assert c.verdict == "incomparable" and not c.forced
     assert len(c.reasons) == 1 and c.reasons[0].startswith(words)
     assert c.cases  # the changes are still there to look at
-    forced = cmp("k1_base", head, force=True)
+    forced = cmp("k1_base", head, force=True, gate=GateSettings(**LENIENT))
     assert forced.forced and forced.verdict == "regressions"
     assert forced.reasons == ("1 case(s) regressed, more than the 0 allowed: regressed",)
     assert forced.warnings[0] == f"compared anyway (--force): {c.reasons[0]}"
@@ -329,16 +341,210 @@ def test_force_without_differences_is_not_marked_forced():
     assert not c.forced and c.warnings == ()
 
 
-def test_warnings_for_incomplete_sharded_and_other_server_runs():
+def test_warnings_for_incomplete_and_other_server_runs():
     base, head = load("k1_base"), load("k1_head")
-    meta = head.meta.model_copy(update={"complete": False, "shard": "1/3", "server_version": "17.2"})
+    meta = head.meta.model_copy(update={"complete": False, "server_version": "17.2"})
     c = compare_runs(base, head.model_copy(update={"meta": meta}))
     assert c.verdict == "regressions"
     assert c.warnings == (
         "the head run is incomplete: cases it did not reach count as removed",
-        "base holds the whole suite, head shard 1/3: cases outside either count as new or removed",
         "PostgreSQL 18.6 in base, 17.2 in head",
     )
+    assert any(r.startswith("1 case(s) removed") for r in c.reasons)  # what it did not reach fails the gate
+
+
+# --- what cannot be judged: suites, selections ------------------------------------------------------------------
+
+
+def test_runs_of_different_suites_are_incomparable():
+    c = cmp("k1_base", "k1_head_other_suite")
+    assert c.verdict == "incomparable"
+    assert c.reasons == (
+        "suite `demo` in base, `other` in head: runs of different suites",
+        "no database in common (base: shop; head: other): the runs use different data",
+    )
+
+
+def test_a_tags_subset_against_the_whole_suite_is_incomparable():
+    c = cmp("k1_base", "k1_head_tags_ads")
+    assert c.verdict == "incomparable"
+    assert c.reasons == (
+        "case selection: base ran the whole suite, head --tags ads: the runs hold different cases of the suite",
+    )
+
+
+def test_forced_past_a_selection_the_cases_left_out_are_not_judged():
+    c = cmp("k1_base", "k1_head_tags_ads", force=True)
+    assert c.forced and c.counts["removed"] == 5  # listed ...
+    assert not any("removed" in r for r in c.reasons)  # ... but not judged: they were filtered out
+    assert c.reasons == (
+        "1 case(s) passed on base and are invalid on head (the gold SQL or the fixture broke): became-invalid; "
+        "set gate.allow_invalid: true (or --allow-invalid) to accept that",
+    )
+    assert c.warnings == (
+        "compared anyway (--force): case selection: base ran the whole suite, head --tags ads: the runs hold "
+        "different cases of the suite",
+        "base ran the whole suite, head --tags ads: cases only one run holds are listed as new or removed, "
+        "not judged",
+    )
+
+
+def _with_meta(run, **update):
+    return run.model_copy(update={"meta": run.meta.model_copy(update=update)})
+
+
+def test_shards_ids_and_filter_order():
+    base, head = load("k1_base"), load("k1_head")
+    sharded = compare_runs(base, _with_meta(head, shard="1/3"))
+    assert sharded.verdict == "incomparable"
+    assert sharded.reasons[0].startswith("case selection: base ran the whole suite, head shard 1/3")
+    ids = compare_runs(
+        _with_meta(base, filters={"ids": ["a", "b"]}), _with_meta(head, filters={"ids": ["a"]})
+    )
+    assert ids.reasons[0].startswith("case selection: base ran --id a --id b, head --id a:")
+    same = compare_runs(
+        _with_meta(base, filters={"tags": ["ads", "easy"]}), _with_meta(head, filters={"tags": ["easy", "ads"]}),
+        gate=GateSettings(max_regressions=1, **LENIENT),
+    )  # fmt: skip
+    assert same.verdict == "pass"  # the same selection, written in another order
+
+
+def test_a_database_added_by_head_is_fine_but_a_changed_one_is_not():
+    base, head = load("k1_base"), load("k1_head")
+    added = _with_meta(head, fixtures={**head.meta.fixtures, "new_db": "n3w"})
+    assert compare_runs(base, added).verdict == "regressions"  # judged, not refused
+    changed = _with_meta(added, fixtures={"shop": "ch4ng3d", "new_db": "n3w"})
+    assert compare_runs(base, changed).verdict == "incomparable"
+
+
+# --- removed, renamed, errored and invalid cases -----------------------------------------------------------------
+
+
+def test_removed_cases_fail_the_gate_unless_allowed():
+    base = load("k1_base")
+    kept = tuple(c for c in base.cases if c.id not in ("still-pass", "fixed"))
+    head = base.model_copy(update={"cases": kept})
+    c = compare_runs(base, head)
+    assert c.verdict == "regressions" and c.counts["removed"] == 2
+    assert c.reasons == (
+        "2 case(s) removed, and a deleted case cannot fail: fixed, still-pass; "
+        "set gate.allow_removed: true (or --allow-removed) to accept removals",
+    )
+    assert compare_runs(base, head, gate=GateSettings(allow_removed=True)).verdict == "pass"
+
+
+def test_renamed_cases_are_paired_by_content_and_judged_by_their_outcome():
+    c = cmp("rename_base", "rename_head")
+    changes = by_id(c)
+    assert set(changes) == {
+        "steady",
+        "traffic-dau-id",
+        "commerce-gmv-total",
+        "added",
+    }  # no removed, no new pair
+    dau = changes["traffic-dau-id"]
+    assert (dau.transition, dau.renamed_from, dau.outcome, dau.judged) == (
+        "renamed", "dau-id", "still_passing", "still_passing",
+    )  # fmt: skip
+    assert dau.tags == ("traffic", "easy")  # the head's
+    gmv = changes["commerce-gmv-total"]
+    assert (gmv.renamed_from, gmv.outcome) == ("gmv-total", "fixed")
+    assert gmv.reason.startswith("column `sum`")  # a fix shows what was wrong before
+    assert c.counts["renamed"] == 2 and c.counts["removed"] == 0 and c.counts["new"] == 1
+    assert [ch.id for ch in c.judged_as("fixed")] == ["commerce-gmv-total"] and c.of("fixed") == []
+    assert c.verdict == "pass" and c.reasons == ()
+
+
+def test_a_renamed_case_that_broke_is_a_regression():
+    c = cmp("gate_base", "gate_head", gate=GateSettings(**LENIENT))
+    broken = by_id(c)["new-broken"]
+    assert (broken.transition, broken.outcome, broken.renamed_from) == ("renamed", "regressed", "old-broken")
+    assert broken.base_sql and "passed" in broken.base_sql and broken.structural
+    assert c.reasons == (
+        "2 case(s) regressed, more than the 0 allowed: to-errored, new-broken (renamed from old-broken)",
+    )
+    assert [ch.id for ch in c.judged_as("regressed")] == ["to-errored", "new-broken"]
+
+
+def test_cases_asking_the_same_thing_twice_are_not_paired():
+    changes = by_id(cmp("gate_base", "gate_head"))
+    assert [changes[i].transition for i in ("twin-a", "twin-b", "twin-c", "deleted")] == [
+        "removed", "removed", "new", "removed",
+    ]  # fmt: skip
+
+
+def test_runs_without_content_hashes_get_no_rename_detection():
+    def unhashed(run):
+        return run.model_copy(
+            update={"cases": tuple(c.model_copy(update={"case_hash": None}) for c in run.cases)}
+        )
+
+    c = compare_runs(unhashed(load("rename_base")), unhashed(load("rename_head")))
+    assert c.counts["renamed"] == 0 and c.counts["removed"] == 2
+    assert c.verdict == "regressions" and "2 case(s) removed" in c.reasons[0]
+    assert cmp("k1_base", "k1_head").counts["renamed"] == 0  # k1 was written without hashes
+
+
+def test_passed_to_errored_is_a_regression_at_k1_and_k3():
+    c = by_id(cmp("gate_base", "gate_head"))
+    assert c["to-errored"].transition == "regressed"
+    assert (c["to-errored"].head_status, c["to-errored"].head_error_class) == ("errored", "agent_timeout")
+    passing = load("k3_base").cases[3]  # break-k3: passed 3 of 3
+    attempts = tuple(
+        Attempt(status="errored", reason="agent: crashed", error_class="crash") for _ in range(3)
+    )
+    errored = passing.model_copy(
+        update={"status": "errored", "attempts": attempts, "reason": "agent: crashed"}
+    )
+    assert classify_case(passing, errored).transition == "regressed"
+
+
+def test_passed_to_invalid_fails_the_gate_unless_allow_invalid():
+    lenient = GateSettings(max_regressions=2, allow_removed=True)
+    c = cmp("gate_base", "gate_head", gate=lenient)
+    changes = by_id(c)
+    assert changes["to-invalid"].transition == changes["failing-to-invalid"].transition == "became_invalid"
+    assert c.reasons == (
+        "1 case(s) passed on base and are invalid on head (the gold SQL or the fixture broke): to-invalid; "
+        "set gate.allow_invalid: true (or --allow-invalid) to accept that",
+    )  # failing-to-invalid was not passing: it loses nothing
+    allowed = cmp("gate_base", "gate_head", gate=lenient.model_copy(update={"allow_invalid": True}))
+    assert allowed.verdict == "pass"
+
+
+# --- head only: the base commit has no suite ---------------------------------------------------------------------
+
+
+def test_head_only_passes_without_a_minimum_pass_rate():
+    c = compare_head_only(load("k1_head"))
+    assert (c.baseline, c.base, c.verdict, c.reasons) == ("none", None, "pass", ())
+    assert c.baseline_reason == NO_BASELINE
+    assert {ch.transition for ch in c.cases} == {"new"} and c.counts["new"] == len(c.cases) == 10
+    assert (c.overall.base_rate, c.overall.head_rate, c.overall.delta) == (None, 0.375, None)
+    assert c.by_tag["traffic"].head_rate == 0.5 and c.by_tag["traffic"].base.total == 0
+    assert Comparison.model_validate_json(c.model_dump_json()) == c
+
+
+def test_head_only_fails_below_the_minimum_pass_rate():
+    c = compare_head_only(
+        load("k1_head"), gate=GateSettings(min_pass_rate=0.5), reason="base abc has no config"
+    )
+    assert c.verdict == "regressions" and c.baseline_reason == "base abc has no config"
+    assert c.reasons == ("head pass rate 37.5% is below the minimum 50.0%",)
+    assert compare_head_only(load("k1_head"), gate=GateSettings(min_pass_rate=0.375)).verdict == "pass"
+    # only the minimum pass rate judges a head without a base
+    assert compare_head_only(load("k1_head"), gate=GateSettings(max_pass_rate_drop=0.0)).verdict == "pass"
+
+
+def test_head_only_text_summary():
+    text = render_summary(compare_head_only(load("k1_head")))
+    assert text.splitlines()[0] == "sqlcanary compare: PASS (no baseline: head only)"
+    assert f"no baseline: {NO_BASELINE}" in text
+    assert (
+        "head pass rate 37.5%: 3 of 8 decidable case(s) passed (no minimum pass rate set, so it passes)"
+        in text
+    )
+    assert "  regressed: 1 gold row(s) not matched" in text  # the head's failures, with their reasons
 
 
 # --- real engine output ------------------------------------------------------------------------------------------
@@ -382,16 +588,18 @@ def test_cli_regressions_exit_1_and_name_the_cases(capsys, tmp_path):
 
 def test_cli_pass_exit_0(capsys):
     code, out, _ = run_cli(
-        capsys, str(RUNS / "k1_base.json"), str(RUNS / "k1_head.json"), "--max-regressions", "1"
-    )
+        capsys, str(RUNS / "k1_base.json"), str(RUNS / "k1_head.json"), "--max-regressions", "1",
+        "--allow-removed", "--allow-invalid",
+    )  # fmt: skip
     assert code == 0 and out.startswith("sqlcanary compare: PASS")
 
 
 def test_cli_gate_flags(capsys):
     base, head = str(RUNS / "k1_base.json"), str(RUNS / "k1_head.json")
-    code, out, _ = run_cli(capsys, base, head, "--max-regressions", "1", "--min-pass-rate", "40%")
+    lenient = ("--max-regressions", "1", "--allow-removed", "--allow-invalid")
+    code, out, _ = run_cli(capsys, base, head, *lenient, "--min-pass-rate", "40%")
     assert code == 1 and "below the minimum 40.0%" in out
-    code, out, _ = run_cli(capsys, base, head, "--max-regressions", "1", "--max-pass-rate-drop", "0.1")
+    code, out, _ = run_cli(capsys, base, head, *lenient, "--max-pass-rate-drop", "0.1")
     assert code == 1 and "dropped 12.5 points" in out
 
 
@@ -408,8 +616,66 @@ def test_cli_incomparable_exit_2_and_force(capsys, tmp_path):
     assert code == 2
     assert "INCOMPARABLE" in out and "preset `sqlcanary` in base, `bird` in head" in out and "--force" in out
     assert json.loads((tmp_path / "c.json").read_text())["verdict"] == "incomparable"
-    code, out, _ = run_cli(capsys, base, head, "--force", "--max-regressions", "1")
+    code, out, _ = run_cli(capsys, base, head, "--force", "--max-regressions", "1", "--allow-removed",
+                           "--allow-invalid")  # fmt: skip
     assert code == 0 and "PASS (forced)" in out and "compared anyway (--force): preset" in out
+
+
+def test_cli_different_suites_exit_2(capsys):
+    code, out, _ = run_cli(capsys, str(RUNS / "k1_base.json"), str(RUNS / "k1_head_other_suite.json"))
+    assert code == 2
+    assert out.splitlines()[0] == "sqlcanary compare: INCOMPARABLE"
+    assert "suite `demo` in base, `other` in head" in out and "(--force compares them anyway)" in out
+
+
+def test_cli_tags_subset_exit_2_and_force_compares_and_says_forced(capsys):
+    base, head = str(RUNS / "k1_base.json"), str(RUNS / "k1_head_tags_ads.json")
+    code, out, _ = run_cli(capsys, base, head)
+    assert code == 2 and "case selection: base ran the whole suite, head --tags ads" in out
+    code, out, _ = run_cli(capsys, base, head, "--force")
+    assert code == 1  # the ads case that passed and became invalid still counts; the left-out cases do not
+    assert out.splitlines()[0] == "sqlcanary compare: REGRESSIONS (forced)"
+    assert "compared anyway (--force): case selection" in out and "removed, and a deleted case" not in out
+    code, out, _ = run_cli(capsys, base, head, "--force", "--allow-invalid")
+    assert code == 0 and out.startswith("sqlcanary compare: PASS (forced)")
+
+
+def test_cli_removed_cases_exit_1_unless_allowed(capsys, tmp_path):
+    base = load("k1_base")
+    head = base.model_copy(update={"cases": tuple(c for c in base.cases if c.status != "passed")})
+    write_run(tmp_path / "head.json", head)  # the passing cases deleted
+    args = (str(RUNS / "k1_base.json"), str(tmp_path / "head.json"))
+    code, out, _ = run_cli(capsys, *args)
+    assert code == 1 and "4 case(s) removed, and a deleted case cannot fail" in out
+    assert "removed (4):\n  became-invalid\n  regressed\n  removed\n  still-pass" in out
+    code, out, _ = run_cli(capsys, *args, "--allow-removed")
+    assert code == 0 and out.startswith("sqlcanary compare: PASS")
+
+
+def test_cli_renamed_cases_pass_and_are_shown(capsys):
+    code, out, _ = run_cli(capsys, str(RUNS / "rename_base.json"), str(RUNS / "rename_head.json"))
+    assert code == 0 and out.startswith("sqlcanary compare: PASS")
+    assert "renamed 2" in out and "removed" not in out
+    assert "fixed (1):\n  commerce-gmv-total (renamed from gmv-total; fixed): column `sum`" in out
+
+
+def test_cli_passed_to_invalid_exit_1_unless_allow_invalid(capsys):
+    args = (
+        str(RUNS / "gate_base.json"),
+        str(RUNS / "gate_head.json"),
+        "--max-regressions",
+        "2",
+        "--allow-removed",
+    )
+    code, out, _ = run_cli(capsys, *args)
+    assert code == 1 and "passed on base and are invalid on head" in out and "to-invalid" in out
+    code, out, _ = run_cli(capsys, *args, "--allow-invalid")
+    assert code == 0
+    code, out, _ = run_cli(capsys, *args[:2], "--allow-removed", "--allow-invalid")
+    assert (
+        code == 1
+        and "2 case(s) regressed, more than the 0 allowed: to-errored, new-broken (renamed from" in out
+    )
 
 
 @pytest.mark.parametrize(
@@ -446,10 +712,11 @@ def _parse(*argv: str):
 
 
 def test_gate_from_args_overrides_only_the_flags_given():
-    config_gate = GateSettings(max_regressions=3, alpha=0.01)
+    config_gate = GateSettings(max_regressions=3, alpha=0.01, allow_removed=True)
     assert gate_from_args(_parse(), config_gate) == config_gate
+    assert gate_from_args(_parse("--allow-invalid"), config_gate).allow_invalid is True
     gate = gate_from_args(_parse("--max-regressions", "0", "--max-pass-rate-drop", "5%"), config_gate)
-    assert gate == GateSettings(max_regressions=0, alpha=0.01, max_pass_rate_drop=0.05)
+    assert gate == GateSettings(max_regressions=0, alpha=0.01, max_pass_rate_drop=0.05, allow_removed=True)
     assert gate_from_args(_parse()) == GateSettings()
     with pytest.raises(ConfigError, match="--alpha"):
         gate_from_args(_parse("--alpha", "1.5"))

@@ -16,7 +16,7 @@ import pytest
 from jinja2 import StrictUndefined, UndefinedError
 
 from bot.cli import main as cli
-from bot.compare import CaseChange, Comparison, RateDelta
+from bot.compare import CaseChange, Comparison, RateDelta, compare_head_only, compare_runs
 from bot.report import charts, filters
 from bot.report.render import (
     COMMENT_LIMIT,
@@ -28,7 +28,7 @@ from bot.report.render import (
     render_junit,
     render_summary,
 )
-from bot.results import CaseResult, Counts, RunMeta, RunResult, read_run, summarize
+from bot.results import CaseResult, Counts, GateSettings, RunMeta, RunResult, read_run, summarize
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "golden"
 UPDATE = os.environ.get("SQLCANARY_UPDATE_GOLDEN") == "1"
@@ -152,6 +152,13 @@ def test_the_markdown_checker_accepts_inert_text() -> None:
 # --- golden files ----------------------------------------------------------------------------------------
 
 
+def test_comparison_golden_is_what_compare_runs_writes() -> None:
+    """comparison.json (which the other golden tests render) is compare_runs of the two golden runs, so a
+    change in compare_runs shows up here first."""
+    base, head = read_run(GOLDEN / "base_run.json"), read_run(GOLDEN / "head_run.json")
+    assert_golden("comparison.json", compare_runs(base, head).model_dump_json(indent=2) + "\n")
+
+
 def test_comment_golden(comparison: Comparison) -> None:
     text = render_comment(comparison, details_url=DETAILS_URL)
     assert_golden("comment.md", text)
@@ -218,6 +225,93 @@ def test_incomparable_runs_say_why(comparison: Comparison) -> None:
     cmp = comparison.model_copy(update={"verdict": "incomparable", "reasons": (reason,)})
     text = render_comment(cmp)
     assert "NOT COMPARABLE" in text and "evaluator version differs" in text
+
+
+# --- renamed cases and head-only comparisons -------------------------------------------------------------
+
+RUNS = GOLDEN.parent / "runs"
+
+
+def test_renamed_cases_are_shown_as_renamed_with_their_outcome() -> None:
+    cmp = compare_runs(read_run(RUNS / "rename_base.json"), read_run(RUNS / "rename_head.json"))
+    text = render_comment(cmp)
+    assert "## sqlcanary: ✅ PASS: no regressions (1 fixed)" in text
+    assert "### Renamed (2)" in text and "### Removed" not in text
+    assert (
+        "| `commerce-gmv-total` (renamed from `gmv-total`) | Total GMV | **Fixed**: column `sum`: gold 10"
+        in text
+    )
+    assert "| `traffic-dau-id` (renamed from `dau-id`) | ID market DAU | **Still passing** |" in text
+    assert "<code>commerce-gmv-total</code> · Renamed (fixed)</summary>" in text  # its SQL, as for a fix
+    assert_inert(text)
+    html = render_html(cmp)
+    assert "renamed from gmv-total" in html and '>Renamed</span> <span class="muted">fixed</span>' in html
+
+
+def test_a_renamed_regression_fails_in_every_report() -> None:
+    base, head = read_run(RUNS / "gate_base.json"), read_run(RUNS / "gate_head.json")
+    cmp = compare_runs(base, head)
+    text = render_comment(cmp)
+    assert "## sqlcanary: ❌ FAIL: 2 regressed cases" in text
+    assert (
+        "| `new-broken` (renamed from `old-broken`) | Orders per item | **Regressed**: 1 gold row(s)" in text
+    )
+    root = ET.fromstring(render_junit(head, cmp).encode("utf-8"))
+    broken = next(c for c in root.iter("testcase") if c.get("name") == "new-broken")
+    assert broken.find("failure").get("message", "").startswith("REGRESSION (passed on base, as old-broken)")
+
+
+def test_head_only_reports_say_no_baseline() -> None:
+    head = read_run(RUNS / "k1_head.json")
+    cmp = compare_head_only(head, reason="base 1111111111 has no sqlcanary.yml.")  # capitalised, one period
+    comment = render_comment(cmp)
+    assert comment.startswith(MARKER + "\n")
+    assert "## sqlcanary: ✅ PASS: no baseline: head only, 3 of 8 decidable cases pass" in comment
+    assert (
+        "**No baseline: head only.** Base 1111111111 has no sqlcanary.yml. The head alone is judged: pass rate "
+        "**37.5%**, 3 of 8 decidable cases passed; no minimum pass rate is set, so nothing can fail"
+        in comment
+    )
+    assert "### Failed (3)" in comment and "### New" not in comment  # laid out like a single run
+    assert "| `traffic` | 50.0% | 1 | 1 | 0 | 0 |" not in comment  # the comment keeps rates short ...
+    summary = render_summary(cmp)
+    assert (
+        "No baseline: head only" in summary and "| `traffic` | 50.0% | 1 | 1 | 0 | 0 |" in summary
+    )  # ... the summary has them
+    assert "base `" not in comment.split("\n---\n", 1)[1]  # the footer names no base
+    for text in (comment, summary):
+        assert_inert(text)
+    html = render_html(cmp, head=head)
+    assert (
+        "<b>No baseline: head only.</b> Base 1111111111 has no sqlcanary.yml. The head alone is judged: pass rate 37.5%"
+        in html
+    )
+    assert html.count("<svg") == 4
+    junit = ET.fromstring(render_junit(head, cmp).encode("utf-8"))
+    props = {p.get("name"): p.get("value") for p in junit.iter("property")}
+    assert props["baseline"].startswith("No baseline: head only.") and "base_sha" not in props
+    assert props["verdict"] == "pass"
+
+
+def test_head_only_below_the_minimum_fails() -> None:
+    cmp = compare_head_only(read_run(RUNS / "k1_head.json"), gate=GateSettings(min_pass_rate=0.5))
+    text = render_comment(cmp)
+    assert "## sqlcanary: ❌ FAIL: no baseline: head only" in text
+    assert "pass rate **37.5%**, 3 of 8 decidable cases passed (minimum 50.0%)" in text
+    assert "> **Gate:** head pass rate 37.5% is below the minimum 50.0%" in text
+
+
+def test_a_version_1_comparison_still_renders(comparison: Comparison) -> None:
+    raw = json.loads(comparison.model_dump_json())
+    raw["schema_version"] = 1
+    for key in ("baseline", "baseline_reason"):
+        del raw[key]
+    for key in ("allow_removed", "allow_invalid"):
+        del raw["gate"][key]
+    for case in raw["cases"]:
+        del case["renamed_from"], case["outcome"]
+    old = Comparison.model_validate(raw)
+    assert render_comment(old) == render_comment(comparison)
 
 
 # --- the size limit --------------------------------------------------------------------------------------

@@ -1,0 +1,65 @@
+"""gate_reasons: does a comparison pass the quality gate (GateSettings), and if not, why, in plain words.
+
+Split from bot.compare, which calls it after classifying every case; it reads CaseChange and RateDelta only.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bot.results import GateSettings
+
+if TYPE_CHECKING:
+    from bot.compare import CaseChange, RateDelta
+
+_EPS = 1e-9  # pass rates are ratios of small integers: 0.9 must not be "below" 0.9 by a rounding error
+_LISTED = 10  # case ids named in a reason before "and N more"
+
+
+def _pct(rate: float | None) -> str:
+    return "n/a" if rate is None else f"{rate:.1%}"
+
+
+def _ids(changes: list[CaseChange]) -> str:
+    ids = [f"{c.id} (renamed from {c.renamed_from})" if c.renamed_from else c.id for c in changes]
+    more = f" and {len(ids) - _LISTED} more" if len(ids) > _LISTED else ""
+    return ", ".join(ids[:_LISTED]) + more
+
+
+def gate_reasons(
+    changes: list[CaseChange], overall: RateDelta, gate: GateSettings, *, judge_removed: bool = True
+) -> list[str]:
+    """Why the gate fails, in plain words; empty when it passes. `judge_removed` False: the runs hold
+    different selections of the suite (a forced comparison), so a case missing from head was not deleted."""
+    reasons = []
+    regressed = [c for c in changes if c.judged == "regressed"]
+    if len(regressed) > gate.max_regressions:
+        reasons.append(f"{len(regressed)} case(s) regressed, more than the {gate.max_regressions} allowed: "
+                       f"{_ids(regressed)}")  # fmt: skip
+    broke = [c for c in changes if c.judged == "became_invalid" and c.base_status == "passed"]
+    if broke and not gate.allow_invalid:
+        reasons.append(f"{len(broke)} case(s) passed on base and are invalid on head (the gold SQL or the fixture "
+                       f"broke): {_ids(broke)}; set gate.allow_invalid: true (or --allow-invalid) to accept that")  # fmt: skip
+    removed = [c for c in changes if c.transition == "removed"]
+    if removed and judge_removed and not gate.allow_removed:
+        reasons.append(f"{len(removed)} case(s) removed, and a deleted case cannot fail: {_ids(removed)}; "
+                       "set gate.allow_removed: true (or --allow-removed) to accept removals")  # fmt: skip
+    reasons += pass_rate_floor(overall.head_rate, gate)
+    head_rate, base_rate = overall.head_rate, overall.base_rate
+    if gate.max_pass_rate_drop is not None and head_rate is not None and base_rate is not None:
+        drop = base_rate - head_rate
+        if drop > gate.max_pass_rate_drop + _EPS:
+            reasons.append(f"pass rate dropped {drop * 100:.1f} points ({_pct(base_rate)} → {_pct(head_rate)}), "
+                           f"more than the {gate.max_pass_rate_drop * 100:.1f} allowed")  # fmt: skip
+    return reasons
+
+
+def pass_rate_floor(head_rate: float | None, gate: GateSettings) -> list[str]:
+    if gate.min_pass_rate is None:
+        return []
+    if head_rate is None:
+        return [f"the head run has no decidable case, so it cannot reach the minimum pass rate "
+                f"{_pct(gate.min_pass_rate)}"]  # fmt: skip
+    if head_rate < gate.min_pass_rate - _EPS:
+        return [f"head pass rate {_pct(head_rate)} is below the minimum {_pct(gate.min_pass_rate)}"]
+    return []
