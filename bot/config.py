@@ -22,6 +22,18 @@ class AgentConfig(FrozenModel):
     timeout: float = Field(default=120.0, gt=0)
     persistent: bool = False
     options: dict[str, Any] = Field(default_factory=dict)
+    # What the agent's answers depend on, for the answer cache. Unset: every file of the repository (sound, and
+    # any change re-asks every case). Globs relative to this file narrow it: a file the agent reads that no glob
+    # matches can then change without the cached answers noticing.
+    inputs: tuple[str, ...] | None = None
+    env: tuple[str, ...] = ()  # environment variables whose values decide its answers (hashed, never stored)
+    # Its answers depend on something outside the repository (a hosted model, a service): never answer-cached.
+    remote: bool = False
+
+    @field_validator("inputs", "env", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return (value,) if isinstance(value, str) else value
 
 
 class KBConfig(FrozenModel):

@@ -18,11 +18,14 @@ from bot.errors import ConfigError
 _TIMEOUT_S = 120
 
 
-def _git(args: list[str], *, cwd: Path, timeout: float = _TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+def _git(
+    args: list[str], *, cwd: Path, timeout: float = _TIMEOUT_S, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(
-            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
-        )
+            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+            **({"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}),
+        )  # fmt: skip
     except FileNotFoundError as exc:
         raise ConfigError("git is not installed (sqlcanary check needs it)") from exc
     except subprocess.TimeoutExpired as exc:
@@ -36,6 +39,50 @@ def git_sha(cwd: Path) -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def repo_root(path: Path) -> Path | None:
+    """The root of the repository holding `path`, or None outside one (a plain folder is no error here)."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=path, capture_output=True, text=True,
+                             timeout=10, stdin=subprocess.DEVNULL)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return Path(out.stdout.strip()).resolve() if out.returncode == 0 and out.stdout.strip() else None
+
+
+def _z_list(out: subprocess.CompletedProcess[str], what: str) -> list[str]:
+    if out.returncode != 0:
+        raise ConfigError(f"git {what} failed: {out.stderr.strip()[:300]}")
+    return [p for p in out.stdout.split("\0") if p]
+
+
+def tree_contents(repo: Path, *, untracked_in: tuple[Path, ...] = ()) -> dict[str, str]:
+    """Content ids of what a program in `repo` could read: every tracked file as it is in the working tree (the
+    index's blob id where git sees no change, else the id of the file's current content; "<missing>" for a
+    deleted one), plus the untracked, unignored files under the folders `untracked_in`. Keys are paths relative
+    to the repository root, so two checkouts of one commit give the same map."""
+    contents: dict[str, str] = {}
+    for entry in _z_list(_git(["ls-files", "-s", "-z"], cwd=repo), "ls-files"):
+        meta, _, path = entry.partition("\t")
+        contents[path] = meta.split()[1]  # mode, blob id, stage
+    changed = set(_z_list(_git(["diff-files", "--name-only", "-z"], cwd=repo), "diff-files"))
+    for folder in untracked_in:
+        try:
+            rel = folder.resolve().relative_to(repo).as_posix() or "."
+        except ValueError:
+            continue
+        listed = _git(["ls-files", "-z", "--others", "--exclude-standard", "--", rel], cwd=repo)
+        changed.update(_z_list(listed, "ls-files --others"))
+    present = sorted(p for p in changed if (repo / p).is_file())
+    contents.update({p: "<missing>" for p in changed - set(present)})
+    if present:
+        hashed = _git(["hash-object", "--stdin-paths"], cwd=repo, stdin="\n".join(present) + "\n")
+        ids = hashed.stdout.split()
+        if hashed.returncode != 0 or len(ids) != len(present):
+            raise ConfigError(f"git hash-object failed: {hashed.stderr.strip()[:300]}")
+        contents.update(zip(present, ids, strict=True))
+    return contents
 
 
 def toplevel(cwd: Path) -> Path:

@@ -22,7 +22,7 @@ import bot
 from bot.cache import RunCache, run_cache_key
 from bot.commands.compare import add_gate_arguments, gate_from_args, render_summary
 from bot.commands.run import add_run_arguments, choose_agent, fingerprints, repeats, suite_and_cases
-from bot.compare import Comparison, compare_runs
+from bot.compare import Comparison, compare_head_only, compare_runs
 from bot.config import CONFIG_NAMES, Config, database_url, load_config
 from bot.db.provision import Server, provision
 from bot.db.templates import fixture_fingerprint
@@ -116,13 +116,16 @@ def _tree_args(args: argparse.Namespace, tree: Tree, repo: Path, *, relative: bo
     return argparse.Namespace(**{**vars(args), "suite": where, "shard": None})
 
 
-def base_run_key(args: argparse.Namespace, tree: Tree, repo: Path, server: Server) -> str:
+def base_run_key(args: argparse.Namespace, tree: Tree, repo: Path, server: Server) -> str | None:
     """(base sha, config file, suite, fixtures, agent and KB fingerprints, repeats, preset, case selection,
-    evaluator and sqlcanary versions)."""
+    evaluator and sqlcanary versions); None when the agent's answers may change with nothing here changing (a
+    remote agent, or one whose inputs cannot be fingerprinted): its base run is then never reused."""
     targs = _tree_args(args, tree, repo, relative=False)
     suite, cases = suite_and_cases(targs, tree.config)
     choice = choose_agent(targs, tree.config, cwd=str(tree.cwd))
-    agent_fp, kb_fp = fingerprints(choice, tree.config, cwd=str(tree.cwd))
+    agent_fp, kb_fp = fingerprints(choice, tree.config, suite, cwd=str(tree.cwd))
+    if agent_fp is None or choice.remote:
+        return None
     used = sorted({c.db for c in cases})
     config_hash = hashlib.sha256(tree.config_file.read_bytes()).hexdigest() if tree.config_file else ""
     return run_cache_key({
@@ -193,16 +196,16 @@ def _describe(tree: Tree) -> str:
 
 def _base_run(args: argparse.Namespace, tree: Tree, repo: Path, server: Server, out: Path) -> RunResult:
     enabled = tree.config.cache.runs and not args.no_base_cache
-    key = base_run_key(args, tree, repo, server)
+    key = base_run_key(args, tree, repo, server) if enabled else None
     cache = RunCache()
-    cached = cache.get(key) if enabled else None
-    if cached is not None:
+    cached = cache.get(key) if key else None
+    if key and cached is not None:
         _say(args, f"base {_describe(tree)}: reusing the cached run {cache.path(key)}")
         write_run(out, cached)
         return cached
     _say(args, f"base {_describe(tree)}: evaluating in a temporary worktree")
     run = evaluate_tree(args, tree, repo, server, out)
-    if enabled and run.meta.complete and not any(c.error_class == "internal_error" for c in run.cases):
+    if key and run.meta.complete and not any(c.error_class == "internal_error" for c in run.cases):
         cache.put(key, run)
     return run
 
@@ -212,15 +215,30 @@ def _say(args: argparse.Namespace, text: str) -> None:
         print(f"sqlcanary check: {text}", file=sys.stderr)
 
 
-def _write_reports(comparison: Comparison, base: RunResult, head: RunResult, out_dir: Path) -> list[str]:
+def _write_reports(comparison: Comparison, base: RunResult | None, head: RunResult, out_dir: Path) -> list[str]:
     write_json_atomic(out_dir / "comparison.json", comparison.model_dump_json(indent=2) + "\n")
-    written = ["base.json", "head.json", "comparison.json"]
+    written = [*(["base.json"] if base else []), "head.json", "comparison.json"]
     try:
         from bot.report.render import render
     except ImportError:  # the report package is optional here
         return written
     write_json_atomic(out_dir / "comment.md", render("md", comparison, head=head, base=base))
     return [*written, "comment.md"]
+
+
+def _missing_baseline(head: Tree, suite: str | None, base_root: Path) -> str | None:
+    """Why the base commit cannot be evaluated the way the head is, when it simply predates sqlcanary (the first
+    pull request that adds the suite or the config): then there is no baseline, and the head is judged alone."""
+    for what, path in (("config", head.config_file), ("suite", Path(suite) if suite else None)):
+        if path is None:
+            continue
+        try:
+            rel = path.resolve().relative_to(head.root.resolve())
+        except ValueError:  # outside the repository: the same file for both sides
+            continue
+        if not (base_root / rel).exists():
+            return f"the base commit has no {what} `{rel.as_posix()}`"
+    return None
 
 
 def _head_tree(args: argparse.Namespace, stack: ExitStack, repo: Path) -> Tree:
@@ -236,6 +254,7 @@ def main(args: argparse.Namespace) -> int:
     base_ref = args.base or default_base_ref(repo)
     base_sha = resolve_commit(repo, base_ref)
     out_dir = Path(args.out or DEFAULT_OUT_DIR).resolve()
+    base_run: RunResult | None = None
     with ExitStack() as stack:
         head = _head_tree(args, stack, repo)
         server = provision(
@@ -243,20 +262,31 @@ def main(args: argparse.Namespace) -> int:
         )
         base_root = stack.enter_context(worktree(repo, base_sha, label="base"))
         _say(args, f"base {base_ref} ({base_sha[:12]}) vs head {args.head or 'working tree'}")
-        try:
-            base = _tree(args, label="base", repo=repo, root=base_root, sha=base_sha)
-            base_run = _base_run(args, base, repo, server, out_dir / "base.json")
-        except SqlcanaryError as exc:
-            raise ConfigError(f"base {base_sha[:12]}: {exc}") from exc
+        missing = _missing_baseline(head, _tree_args(args, head, repo, relative=False).suite, base_root)
+        if missing:
+            _say(args, f"no baseline: {missing}; the head is judged alone")
+            (out_dir / "base.json").unlink(missing_ok=True)
+        else:
+            try:
+                base = _tree(args, label="base", repo=repo, root=base_root, sha=base_sha)
+                base_run = _base_run(args, base, repo, server, out_dir / "base.json")
+            except SqlcanaryError as exc:
+                raise ConfigError(f"base {base_sha[:12]}: {exc}") from exc
         _say(
             args, f"head {_describe(head)}: evaluating" + ("" if head.working else " in a temporary worktree")
         )
         head_run = evaluate_tree(args, head, repo, server, out_dir / "head.json")
-    # The base's `gate:`, not the head's: a change must not loosen the rules it is judged by.
-    gate = gate_from_args(args, defaults=base.config.gate)
-    comparison = compare_runs(base_run, head_run, gate=gate, force=args.force)
+    if base_run is None:
+        # No base config to take the gate from: the head's `min_pass_rate` (or the flag) alone decides.
+        comparison = compare_head_only(head_run, gate=gate_from_args(args, defaults=head.config.gate),
+                                       reason=str(missing))  # fmt: skip
+    else:
+        # The base's `gate:`, not the head's: a change must not loosen the rules it is judged by.
+        gate = gate_from_args(args, defaults=base.config.gate)
+        comparison = compare_runs(base_run, head_run, gate=gate, force=args.force)
     written = _write_reports(comparison, base_run, head_run, out_dir)
     print(render_summary(comparison))
     print(f"\nresults in {out_dir}: {', '.join(written)}")
-    bugs = [c.id for r in (base_run, head_run) for c in r.cases if c.error_class == "internal_error"]
+    runs = [r for r in (base_run, head_run) if r is not None]
+    bugs = [c.id for r in runs for c in r.cases if c.error_class == "internal_error"]
     return EXIT_BUG if bugs and _EXIT[comparison.verdict] == 0 else _EXIT[comparison.verdict]

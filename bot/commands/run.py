@@ -16,8 +16,8 @@ from bot.cases.model import Case, Suite
 from bot.commands.merge import in_shard, parse_shard
 from bot.config import Config, database_url, find_config
 from bot.db.provision import provision
-from bot.errors import EXIT_BUG, EXIT_GATE, EXIT_OK, ConfigError
-from bot.fingerprint import agent_fingerprint, kb_fingerprint, uses_answer_cache
+from bot.errors import EXIT_BUG, EXIT_GATE, EXIT_OK, AgentError, ConfigError
+from bot.fingerprint import AgentInputs, agent_fingerprint, kb_fingerprint, uses_answer_cache
 from bot.report.console import Progress, problem_lines, summary_table
 from bot.results import RunResult
 from bot.runner import RunOptions, run_suite
@@ -87,6 +87,8 @@ class AgentChoice:
     options: dict[str, Any]
     base_dir: str
     timeout_s: float
+    inputs: AgentInputs = AgentInputs()
+    remote: bool = False
 
     def start(self):
         return make_agent(self.spec, AgentContext(base_dir=self.base_dir, options=self.options,
@@ -107,18 +109,26 @@ def choose_agent(args: argparse.Namespace, config: Config, *, cwd: str | None = 
     base = config.base_dir if from_config else (cwd or os.getcwd())
     if spec.partition(":")[0].strip() == "llm" and config.config_file and "config" not in options:
         options["config"] = config.config_file  # the llm agent reads its `llm:` settings and `kb.paths` there
-    return AgentChoice(spec=spec, options=options, base_dir=base, timeout_s=timeout)
+    declared = config.agent if from_config and config.agent else None
+    inputs = AgentInputs(globs=declared.inputs, env=declared.env) if declared else AgentInputs()
+    return AgentChoice(spec=spec, options=options, base_dir=base, timeout_s=timeout, inputs=inputs,
+                       remote=bool(declared and declared.remote))  # fmt: skip
 
 
-def fingerprints(choice: AgentChoice, config: Config, *, cwd: str | None = None) -> tuple[str, str]:
-    """(agent fingerprint, KB fingerprint) of a run started in `cwd` (default: the current folder)."""
+def fingerprints(
+    choice: AgentChoice, config: Config, suite: Suite, *, cwd: str | None = None
+) -> tuple[str | None, str]:
+    """(agent fingerprint, KB fingerprint) of a run of `suite` started in `cwd` (default: the current folder).
+    The agent fingerprint is None when what the agent reads cannot be known: its answers are then not cached."""
     kb_fp = kb_fingerprint(config)
-    return agent_fingerprint(choice.spec, choice.options, choice.base_dir, kb_fp, cwd=cwd), kb_fp
+    agent_fp = agent_fingerprint(choice.spec, choice.options, choice.base_dir, kb_fp, cwd=cwd,
+                                 inputs=choice.inputs, exclude=suite.files)  # fmt: skip
+    return agent_fp, kb_fp
 
 
 def answer_cache(args: argparse.Namespace, config: Config, choice: AgentChoice) -> AnswerCache | None:
     enabled = config.cache.answers and not getattr(args, "no_answer_cache", False) and answer_cache_allowed()
-    return AnswerCache() if enabled and uses_answer_cache(choice.spec) else None
+    return AnswerCache() if enabled and uses_answer_cache(choice.spec) and not choice.remote else None
 
 
 def suite_and_cases(args: argparse.Namespace, config: Config) -> tuple[Suite, list[Case]]:
@@ -151,14 +161,14 @@ def llm_judge(config: Config):
 
 
 def run_options(
-    args: argparse.Namespace, config: Config, choice: AgentChoice, *, out: Path | None
+    args: argparse.Namespace, config: Config, choice: AgentChoice, suite: Suite, *, out: Path | None
 ) -> RunOptions:
     jobs = args.jobs or config.jobs or 2
     if jobs < 1:
         raise ConfigError("--jobs must be at least 1")
     timeout = args.statement_timeout or config.statement_timeout
     shard = getattr(args, "shard", None)
-    agent_fp, kb_fp = fingerprints(choice, config)
+    agent_fp, kb_fp = fingerprints(choice, config, suite)
     return RunOptions(
         jobs=jobs,
         preset=args.preset or config.preset,
@@ -172,9 +182,9 @@ def run_options(
         filters={k: v for k, v in {"tags": parse_tags(args.tags), "ids": args.ids}.items() if v},
         repeats=repeats(args),
         shard=str(parse_shard(shard)) if shard else None,
-        agent_fingerprint=agent_fp,
+        agent_fingerprint=agent_fp or "",
         kb_fingerprint=kb_fp,
-        answer_cache=answer_cache(args, config, choice),
+        answer_cache=answer_cache(args, config, choice) if agent_fp else None,
     )
 
 
@@ -183,7 +193,7 @@ def main(args: argparse.Namespace) -> int:
     suite, cases = suite_and_cases(args, config)
     out = Path(args.out or (str(config.path(config.out)) if config.out else DEFAULT_OUT))
     choice = choose_agent(args, config)
-    opts = run_options(args, config, choice, out=out)
+    opts = run_options(args, config, choice, suite, out=out)
     jobs = opts.jobs
     agent = choice.start()
     server = provision(dsn=database_url(args.dsn, config), mode=args.postgres or config.postgres)
@@ -210,6 +220,9 @@ def main(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_BUG
+    failed_agent = agent_failure(run)
+    if failed_agent:
+        raise AgentError(f"{failed_agent}; the results are in {out}")
     if args.min_pass_rate is not None:
         rate = run.summary.pass_rate or 0.0
         if rate < args.min_pass_rate:
@@ -219,6 +232,15 @@ def main(args: argparse.Namespace) -> int:
             )
             return EXIT_GATE
     return EXIT_OK
+
+
+def agent_failure(run: RunResult) -> str | None:
+    """The reason when the agent answered no case at all (it cannot start, or fails every time): that is a broken
+    setup to report as such (exit 2), not a pass rate of 0% to compare."""
+    failed = [c for c in run.cases if c.status == "errored" and (c.error_class or "").startswith("agent_")]
+    if not run.cases or len(failed) < len(run.cases):
+        return None
+    return f"the agent ({run.meta.agent}) failed on every case ({len(failed)}), e.g. {failed[0].id}: {failed[0].reason}"
 
 
 def _shard_note(opts: RunOptions) -> str:

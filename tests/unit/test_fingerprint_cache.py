@@ -14,7 +14,7 @@ from bot.cache import AnswerCache, AnswerSource, RunCache, answer_cache_allowed,
 from bot.cases.model import Case
 from bot.config import Config, load_config
 from bot.errors import SqlcanaryError
-from bot.fingerprint import agent_fingerprint, answer_key, kb_fingerprint, uses_answer_cache
+from bot.fingerprint import AgentInputs, agent_fingerprint, answer_key, kb_fingerprint, uses_answer_cache
 from bot.results import CaseResult, Prediction, RunMeta, RunResult, summarize
 from bot.runner import combine_attempts
 
@@ -32,18 +32,22 @@ def make_project(root: Path) -> Path:
     return root
 
 
-def fingerprints(root: Path) -> tuple[str, str]:
+NARROW = AgentInputs(globs=("agent.py", "helpers/**/*.py", "kb/**/*.yaml"))
+
+
+def fingerprints(root: Path, inputs: AgentInputs = NARROW) -> tuple[str | None, str]:
     config = load_config(root / "sqlcanary.yml")
     kb = kb_fingerprint(config)
-    return agent_fingerprint("python:agent.py:answer", {}, config.base_dir, kb), kb
+    return agent_fingerprint("python:agent.py:answer", {}, config.base_dir, kb, inputs=inputs), kb
 
 
-def test_fingerprints_do_not_depend_on_where_the_project_is(tmp_path):
+@pytest.mark.parametrize("inputs", [NARROW, AgentInputs()], ids=["narrowed", "whole-tree"])
+def test_fingerprints_do_not_depend_on_where_the_project_is_with_any_inputs(tmp_path, inputs):
     one = make_project(tmp_path / "one")
     two = tmp_path / "elsewhere" / "two"
     shutil.copytree(one, two)
-    assert fingerprints(one) == fingerprints(two)
-    assert all(fingerprints(one))
+    assert fingerprints(one, inputs) == fingerprints(two, inputs)
+    assert all(fingerprints(one, inputs))
 
 
 @pytest.mark.parametrize(
@@ -58,12 +62,23 @@ def test_fingerprints_do_not_depend_on_where_the_project_is(tmp_path):
         (lambda r: (r / "README.md").write_text("docs\n"), False, False),
     ],
 )
-def test_what_changes_a_fingerprint(tmp_path, change, agent_changes, kb_changes):
+def test_what_changes_a_narrowed_fingerprint(tmp_path, change, agent_changes, kb_changes):
     root = make_project(tmp_path / "p")
     agent_before, kb_before = fingerprints(root)
     change(root)
     agent_after, kb_after = fingerprints(root)
     assert (agent_after != agent_before, kb_after != kb_before) == (agent_changes, kb_changes)
+
+
+@pytest.mark.parametrize("edit", ["kb/notes.txt", "README.md", "data/answers.json", "prompts/system.txt"])
+def test_by_default_any_file_the_agent_could_read_changes_its_fingerprint(tmp_path, edit):
+    """Outside git: every file under the config folder counts unless `agent.inputs` narrows it."""
+    root = make_project(tmp_path / "p")
+    before, _ = fingerprints(root, AgentInputs())
+    (root / edit).parent.mkdir(parents=True, exist_ok=True)
+    (root / edit).write_text("changed\n")
+    after, _ = fingerprints(root, AgentInputs())
+    assert before is not None and after is not None and after != before
 
 
 def test_agent_options_and_specs_change_the_fingerprint(tmp_path):
@@ -74,14 +89,14 @@ def test_agent_options_and_specs_change_the_fingerprint(tmp_path):
     assert agent_fingerprint("gold", {}, root, "kb1") == agent_fingerprint("gold", {}, root, "kb2")
 
 
-def test_a_command_agent_hashes_the_files_it_names(tmp_path):
+def test_a_command_agent_hashes_the_files_it_names_even_when_inputs_name_none(tmp_path):
     root = make_project(tmp_path / "p")
-    spec = "command:python agent.py --fast"
-    fp = agent_fingerprint(spec, {}, root, "")
+    spec, none = "command:python agent.py --fast", AgentInputs(globs=())
+    fp = agent_fingerprint(spec, {}, root, "", inputs=none)
     (root / "helpers" / "compose.py").write_text("X = 3\n")  # not beside agent.py: not hashed
-    assert agent_fingerprint(spec, {}, root, "") == fp
+    assert agent_fingerprint(spec, {}, root, "", inputs=none) == fp
     (root / "util.py").write_text("Y = 1\n")  # beside it: hashed
-    assert agent_fingerprint(spec, {}, root, "") != fp
+    assert agent_fingerprint(spec, {}, root, "", inputs=none) != fp
 
 
 def test_a_predictions_agent_hashes_its_file(tmp_path):

@@ -1,0 +1,165 @@
+"""A gate that cannot be fooled, end to end on real PostgreSQL and real git: stale answers never pass a change the
+agent could see, a config's relative agent path works from any folder, an agent that answers nothing exits 2, and
+the first pull request that adds sqlcanary is judged on its own instead of failing for want of a baseline."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from bot.compare import Comparison
+from bot.results import read_run
+
+pytestmark = pytest.mark.integration
+
+if shutil.which("git") is None:  # pragma: no cover - CI has git
+    pytest.skip("git is not installed", allow_module_level=True)
+
+SUITE_YML = """\
+name: tiny
+databases:
+  shop: shop.sql
+"""
+CASES_YML = """\
+- id: count
+  question: How many customers?
+  gold_sql: SELECT count(*) FROM customers
+- id: names
+  question: Names of the customers?
+  gold_sql: SELECT name FROM customers
+- id: cities
+  question: Which cities?
+  gold_sql: SELECT DISTINCT city FROM customers
+"""
+FIXTURE = "CREATE TABLE customers (id int PRIMARY KEY, name text NOT NULL, city text);\n" \
+          "INSERT INTO customers VALUES (1, 'Ada', 'Paris'), (2, 'Bo', 'Rome');\n"  # fmt: skip
+# The agent answers from a data file that its command does not name, in a folder of its own.
+AGENT = """\
+import json, pathlib, sys
+request = json.load(sys.stdin)
+answers = json.loads((pathlib.Path(__file__).resolve().parents[2] / "data" / "answers.json").read_text())
+print(json.dumps({"sql": answers[request["id"]]}))
+"""
+GOOD = {"count": "SELECT count(*) FROM customers", "names": "SELECT name FROM customers",
+        "cities": "SELECT DISTINCT city FROM customers"}  # fmt: skip
+
+
+def git(repo: Path, *args: str) -> str:
+    out = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args], cwd=repo,
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    return out.stdout.strip()
+
+
+def write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+def config(inputs: list[str] | None = None) -> str:
+    agent = {"spec": "command:python3 agent.py"} | ({"inputs": inputs} if inputs is not None else {})
+    return f"suite: ../suite\nagent: {json.dumps(agent)}\n"
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "repo"
+    write(root, {"evals/suite/suite.yml": SUITE_YML, "evals/suite/cases/all.yml": CASES_YML,
+                 "evals/suite/shop.sql": FIXTURE, "evals/agent/agent.py": AGENT,
+                 "evals/agent/sqlcanary.yml": config(), "data/answers.json": json.dumps(GOOD)})  # fmt: skip
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("SQLCANARY_CACHE_DIR", str(tmp_path / "cache"))  # a fresh cache
+    monkeypatch.delenv("SQLCANARY_ANSWER_CACHE", raising=False)  # conftest turns it off for other tests
+    monkeypatch.delenv("GITHUB_BASE_REF", raising=False)
+    return root
+
+
+def branch_breaking_the_data_file(root: Path) -> None:
+    git(root, "checkout", "-q", "-b", "break")
+    (root / "data/answers.json").write_text(json.dumps(GOOD | {"names": "SELECT city FROM customers"}))
+    git(root, "commit", "-qam", "break names through a file the command does not name")
+
+
+def check(pg_dsn: str, out: Path, *extra: str) -> int:
+    return main(["check", "--config", "evals/agent/sqlcanary.yml", "--base", "main", "--dsn", pg_dsn,
+                 "--out", str(out), "-q", *extra])  # fmt: skip
+
+
+def test_a_change_to_a_file_the_agent_reads_fails_the_check_with_a_fresh_cache(repo, pg_dsn, tmp_path):
+    branch_breaking_the_data_file(repo)
+    assert check(pg_dsn, tmp_path / "out") == 1
+    comparison = Comparison.model_validate_json((tmp_path / "out/comparison.json").read_text())
+    assert [c.id for c in comparison.of("regressed")] == ["names"]
+    base, head = read_run(tmp_path / "out/base.json"), read_run(tmp_path / "out/head.json")
+    assert base.meta.agent_fingerprint != head.meta.agent_fingerprint
+    assert head.meta.agent_calls == 3 and head.meta.cache_hits == 0  # the base's answers were not replayed
+    # Again, with the cache now full: the same verdict, and the head's answers now come from the cache.
+    assert check(pg_dsn, tmp_path / "again") == 1
+    again = read_run(tmp_path / "again/head.json")
+    assert (again.meta.agent_calls, again.meta.cache_hits) == (0, 3)
+
+
+def test_narrowed_inputs_that_miss_the_file_replay_the_base_answers(repo, pg_dsn, tmp_path):
+    """The risk the README spells out for `agent.inputs`: a file outside the globs can change unseen."""
+    (repo / "evals/agent/sqlcanary.yml").write_text(config(["agent.py"]))
+    git(repo, "commit", "-qam", "narrow the agent's inputs")
+    branch_breaking_the_data_file(repo)
+    assert check(pg_dsn, tmp_path / "out") == 0
+    head = read_run(tmp_path / "out/head.json")
+    assert (head.meta.agent_calls, head.meta.cache_hits) == (0, 3)
+
+
+@pytest.mark.parametrize("where", [".", "evals", "evals/agent", "data"])
+def test_a_relative_agent_command_in_the_config_works_from_any_folder(repo, pg_dsn, tmp_path, monkeypatch, where):
+    monkeypatch.chdir(repo / where)
+    cfg = repo / "evals/agent/sqlcanary.yml"
+    assert main(["run", "--config", str(cfg), "--dsn", pg_dsn, "--out", str(tmp_path / "run.json"), "-q"]) == 0
+    assert read_run(tmp_path / "run.json").summary.passed == 3
+
+
+def test_an_agent_that_answers_no_case_exits_2_naming_the_reason(repo, pg_dsn, tmp_path, capfd):
+    (repo / "data/answers.json").write_text("not json")
+    cfg = "evals/agent/sqlcanary.yml"
+    assert main(["run", "--config", cfg, "--dsn", pg_dsn, "--out", str(tmp_path / "run.json"), "-q"]) == 2
+    err = capfd.readouterr().err
+    assert "failed on every case (3)" in err and "command:python3 agent.py" in err
+    assert len(read_run(tmp_path / "run.json").cases) == 3  # nothing lost
+
+
+@pytest.fixture
+def first_pr(repo: Path) -> Path:
+    """main predates sqlcanary: the suite, the agent and its config arrive in the pull request."""
+    git(repo, "branch", "add-sqlcanary")
+    git(repo, "rm", "-rq", "evals")
+    git(repo, "commit", "-qm", "main before sqlcanary")
+    git(repo, "checkout", "-q", "add-sqlcanary")
+    return repo
+
+
+def test_the_first_pr_that_adds_the_suite_is_judged_on_the_head_alone(first_pr, pg_dsn, tmp_path):
+    assert check(pg_dsn, tmp_path / "out") == 0
+    comparison = Comparison.model_validate_json((tmp_path / "out/comparison.json").read_text())
+    assert comparison.verdict == "pass"
+    assert not (tmp_path / "out/base.json").exists()
+    comment = (tmp_path / "out/comment.md").read_text()
+    assert "No baseline" in comment and "head only" in comment.lower()
+
+
+def test_the_first_pr_below_its_min_pass_rate_fails(first_pr, pg_dsn, tmp_path):
+    (first_pr / "data/answers.json").write_text(json.dumps(GOOD | {"names": "SELECT city FROM customers"}))
+    cfg = first_pr / "evals/agent/sqlcanary.yml"
+    cfg.write_text(cfg.read_text() + "gate: {min_pass_rate: 0.9}\n")
+    git(first_pr, "commit", "-qam", "one case wrong, and a minimum pass rate")
+    assert check(pg_dsn, tmp_path / "out") == 1
+    comparison = Comparison.model_validate_json((tmp_path / "out/comparison.json").read_text())
+    assert comparison.verdict == "regressions"
+    assert any("below the minimum 90.0%" in r for r in comparison.reasons)
+    assert "No baseline" in (tmp_path / "out/comment.md").read_text()
