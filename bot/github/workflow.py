@@ -1,0 +1,126 @@
+"""Workflow commands (`::error::`, `::add-mask::`) and the runner's files (GITHUB_OUTPUT, GITHUB_STEP_SUMMARY).
+
+Pure functions on strings and paths: the caller prints the command lines and passes the file paths it read from the
+environment. Escaping follows actions/runner (`%`, CR and LF in data; also `:` and `,` in properties), so a message
+holding a newline or a case id with a colon cannot end a command early or forge another one."""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+MAX_SUMMARY_BYTES = 1024 * 1024  # per step; over it the runner drops the summary with an error (limits.json)
+MAX_OUTPUTS_BYTES = 1024 * 1024  # per job
+_OUTPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+_SUMMARY_CUT = "\n\n… (summary truncated at GitHub's 1 MiB limit; the full report is in the artifacts)\n"
+
+OutputValue = str | int | float | bool | None
+
+
+def escape_data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(value: str) -> str:
+    return escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def command(name: str, message: str = "", **properties: str | int | None) -> str:
+    """One workflow command line, e.g. `::error file=a.yml,line=3::boom`; None properties are left out."""
+    props = ",".join(f"{k}={escape_property(str(v))}" for k, v in properties.items() if v is not None)
+    return f"::{name}{' ' + props if props else ''}::{escape_data(message)}"
+
+
+def _annotation(kind: Literal["error", "warning", "notice"], message: str, *, title: str | None,
+                file: str | None, line: int | None, end_line: int | None,
+                col: int | None, end_column: int | None) -> str:  # fmt: skip
+    return command(
+        kind, message, title=title, file=file, line=line, endLine=end_line, col=col, endColumn=end_column
+    )
+
+
+def error(message: str, *, title: str | None = None, file: str | None = None, line: int | None = None,
+          end_line: int | None = None, col: int | None = None, end_column: int | None = None) -> str:  # fmt: skip
+    return _annotation("error", message, title=title, file=file, line=line, end_line=end_line, col=col,
+                       end_column=end_column)  # fmt: skip
+
+
+def warning(message: str, *, title: str | None = None, file: str | None = None, line: int | None = None,
+            end_line: int | None = None, col: int | None = None, end_column: int | None = None) -> str:  # fmt: skip
+    return _annotation("warning", message, title=title, file=file, line=line, end_line=end_line, col=col,
+                       end_column=end_column)  # fmt: skip
+
+
+def notice(message: str, *, title: str | None = None, file: str | None = None, line: int | None = None,
+           end_line: int | None = None, col: int | None = None, end_column: int | None = None) -> str:  # fmt: skip
+    return _annotation("notice", message, title=title, file=file, line=line, end_line=end_line, col=col,
+                       end_column=end_column)  # fmt: skip
+
+
+def add_mask(value: str) -> list[str]:
+    """`::add-mask::` lines for a secret, one per line of it: the runner masks log lines one at a time, so a
+    multi-line secret (a PEM key) is only hidden when each of its lines is. Print them before anything else."""
+    lines = [line.strip() for line in value.splitlines() if line.strip()]
+    return [f"::add-mask::{escape_data(line)}" for line in dict.fromkeys(lines)]
+
+
+def _render_value(value: OutputValue) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+def format_outputs(outputs: Mapping[str, OutputValue]) -> str:
+    """GITHUB_OUTPUT lines: `name=value`, or a heredoc with a random delimiter when the value has a newline
+    (CRLF becomes LF: the runner splits the file into lines, so a CR would not survive reliably anyway)."""
+    parts = []
+    for name, raw in outputs.items():
+        if not _OUTPUT_NAME.match(name):
+            raise ValueError(f"output name {name!r} must be letters, digits, '_' and '-'")
+        value = _render_value(raw).replace("\r\n", "\n")  # the runner reads the file line by line
+        if "\n" not in value and "\r" not in value:
+            parts.append(f"{name}={value}\n")
+            continue
+        delimiter = f"ghadelimiter_{secrets.token_hex(16)}"
+        while delimiter in value:  # a value cannot close its own heredoc
+            delimiter = f"ghadelimiter_{secrets.token_hex(16)}"
+        parts.append(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+    return "".join(parts)
+
+
+def write_outputs(path: Path, outputs: Mapping[str, OutputValue]) -> None:
+    """Append `outputs` to the GITHUB_OUTPUT file (the runner reads it after the step)."""
+    text = format_outputs(outputs)
+    existing = path.stat().st_size if path.exists() else 0
+    if existing + len(text.encode("utf-8")) > MAX_OUTPUTS_BYTES:
+        raise ValueError(
+            f"outputs would exceed GitHub's {MAX_OUTPUTS_BYTES} bytes per job: write a file instead"
+        )
+    with path.open("a", encoding="utf-8", newline="\n") as handle:
+        handle.write(text)
+
+
+@dataclass(frozen=True)
+class SummaryWrite:
+    bytes_written: int
+    truncated: bool
+
+
+def append_summary(path: Path, text: str, *, limit: int = MAX_SUMMARY_BYTES) -> SummaryWrite:
+    """Append Markdown to the job summary, keeping the file within `limit` bytes (GitHub drops a larger one)."""
+    existing = path.stat().st_size if path.exists() else 0
+    room = limit - existing
+    data = text.encode("utf-8")
+    truncated = len(data) > room
+    if truncated:
+        cut = _SUMMARY_CUT.encode("utf-8")
+        if room < len(cut):
+            return SummaryWrite(0, True)
+        data = data[: room - len(cut)].decode("utf-8", errors="ignore").encode("utf-8") + cut
+    with path.open("ab") as handle:
+        handle.write(data)
+    return SummaryWrite(len(data), truncated)
