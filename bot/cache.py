@@ -1,4 +1,4 @@
-"""Two caches under `cache_dir()`: answers (content-addressed by answer key) and base runs (`sqlcanary check`).
+"""Two caches under the cache folder (`Settings.cache_dir`): answers (content-addressed by answer key) and base runs (`sqlcanary check`).
 
 Both are plain JSON files written atomically; a file that cannot be read is a miss, never an error.
 """
@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,19 +18,6 @@ from bot.fingerprint import answer_key
 from bot.results import RunResult, read_run, write_json_atomic, write_run
 
 ANSWER_CACHE_VERSION = 1
-
-
-def default_root() -> Path:
-    from bot.db.provision import cache_dir
-
-    return cache_dir()
-
-
-def answer_cache_allowed(environ: dict[str, str] | None = None) -> bool:
-    """SQLCANARY_ANSWER_CACHE=off (or 0, false, no) turns the answer cache off: tests that must reach the
-    agent, or a CI job that wants every answer fresh."""
-    env = os.environ if environ is None else environ
-    return env.get("SQLCANARY_ANSWER_CACHE", "").strip().lower() not in ("0", "off", "false", "no")
 
 
 def cacheable(answer: Answer) -> bool:
@@ -47,8 +33,8 @@ def cacheable(answer: Answer) -> bool:
 class AnswerCache:
     """`<root>/answers/<key[:2]>/<key>.json` holding {sql, used, error, error_class}."""
 
-    def __init__(self, root: Path | None = None) -> None:
-        self.root = (root or default_root()) / "answers"
+    def __init__(self, root: Path) -> None:
+        self.root = root / "answers"
 
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
@@ -119,8 +105,8 @@ def run_cache_key(parts: dict[str, Any]) -> str:
 class RunCache:
     """`<root>/runs/<key>.json`: saved RunResults of base commits."""
 
-    def __init__(self, root: Path | None = None) -> None:
-        self.root = (root or default_root()) / "runs"
+    def __init__(self, root: Path) -> None:
+        self.root = root / "runs"
 
     def path(self, key: str) -> Path:
         return self.root / f"{key}.json"

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
 from bot.errors import EXIT_BAD_INPUT, EXIT_OK, error_boundary
+from bot.settings import Settings
 
-# (command, module under bot/commands, help): each module has add_arguments(parser) and main(args) -> int.
+# (command, module under bot/commands, help): each module has add_arguments(parser) and
+# main(args, settings) -> int.
 COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("run", "run", "run a benchmark suite through an agent and judge every case"),
     ("rescore", "rescore", "judge a saved run's predictions again (no agent call)"),
@@ -53,7 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("sqlglot").setLevel(logging.ERROR)  # its parse fallbacks are not the user's business
     code = [EXIT_OK]
     with error_boundary(code):
-        code[0] = args.func(args)
+        settings = Settings.from_environ(os.environ)  # the only place the CLI reads the environment
+        code[0] = args.func(args, settings)
     return code[0]
 
 

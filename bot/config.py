@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
-from bot.cases.model import check_preset
-from bot.cases.yamlread import LineDict, load_yaml_file
 from bot.errors import ConfigError
-from bot.llm.settings import LLMSettings
+from bot.llmconfig import LLMSettings
+from bot.presetnames import check_preset
 from bot.results import FrozenModel, GateSettings
+from bot.yamlread import LineDict, load_yaml_file
 
 CONFIG_NAMES = ("sqlcanary.yml", "sqlcanary.yaml")
 
@@ -117,6 +116,6 @@ def find_config(explicit: str | None, suite: str | None) -> Config:
     return Config(base_dir=str(Path.cwd()))
 
 
-def database_url(cli_dsn: str | None, config: Config, environ: dict[str, str] | None = None) -> str | None:
-    env = os.environ if environ is None else environ
-    return cli_dsn or env.get("DATABASE_URL") or config.dsn
+def database_url(cli_dsn: str | None, config: Config, environ_url: str | None) -> str | None:
+    """--dsn, then DATABASE_URL (`Settings.database_url`), then the config's `dsn:`."""
+    return cli_dsn or environ_url or config.dsn

@@ -1,16 +1,54 @@
-"""gate_reasons: does a comparison pass the quality gate (GateSettings), and if not, why, in plain words.
+"""The quality gate: which settings apply (`resolve_gate`), whether a comparison passes and why (`gate_reasons`),
+and what a verdict means to a shell (`exit_code`) and to GitHub (`check_conclusion`): one place for each.
 
-Split from bot.compare, which calls it after classifying every case; it reads CaseChange and RateDelta only.
+`gate_reasons` is called by bot.compare after classifying every case; it reads CaseChange and RateDelta only.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
+from pydantic import ValidationError
+
+from bot.errors import EXIT_BAD_INPUT, EXIT_GATE, EXIT_OK, ConfigError
 from bot.results import GateSettings
 
 if TYPE_CHECKING:
     from bot.compare import CaseChange, RateDelta
+
+GATE_FIELDS: tuple[str, ...] = tuple(GateSettings.model_fields)
+_EXIT = {"pass": EXIT_OK, "regressions": EXIT_GATE, "incomparable": EXIT_BAD_INPUT}
+_CONCLUSION: dict[str, Literal["success", "failure", "neutral"]] = {
+    "pass": "success", "regressions": "failure", "incomparable": "neutral",
+}  # fmt: skip
+
+
+def resolve_gate(config_gate: GateSettings | None, overrides: Mapping[str, Any]) -> GateSettings:
+    """The config's `gate:` (for a check, the base commit's: a change must not loosen the rules it is judged by),
+    overridden by the settings the user gave explicitly (flags, action inputs); None values are not given."""
+    given = {k: v for k, v in overrides.items() if v is not None}
+    unknown = sorted(set(given) - set(GATE_FIELDS))
+    if unknown:
+        raise ConfigError(f"unknown gate setting {unknown[0]!r} (known: {', '.join(GATE_FIELDS)})")
+    try:
+        return GateSettings(**{**(config_gate or GateSettings()).model_dump(), **given})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        flag = "--" + str(err["loc"][0]).replace("_", "-") if err["loc"] else "gate"
+        raise ConfigError(f"{flag}: {err['msg']}") from exc
+
+
+def exit_code(verdict: str) -> int:
+    """pass 0, regressions 1, incomparable 2."""
+    return _EXIT[verdict]
+
+
+def check_conclusion(verdict: str, *, enforce: bool = True) -> Literal["success", "failure", "neutral"]:
+    """A GitHub check run's conclusion; `enforce` False (fail-on-regression off) reports without failing."""
+    conclusion = _CONCLUSION[verdict]
+    return "neutral" if conclusion == "failure" and not enforce else conclusion
+
 
 _EPS = 1e-9  # pass rates are ratios of small integers: 0.9 must not be "below" 0.9 by a rounding error
 _LISTED = 10  # case ids named in a reason before "and N more"

@@ -3,7 +3,6 @@ in a temporary worktree that is always removed (on error, Ctrl-C and SIGTERM too
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess
@@ -112,10 +111,10 @@ def ref_exists(repo: Path, ref: str) -> bool:
     return True
 
 
-def default_base_ref(repo: Path, environ: dict[str, str] | None = None) -> str:
-    """GITHUB_BASE_REF (a pull request's target branch), else origin/main when it exists, else main."""
-    env = os.environ if environ is None else environ
-    branch = (env.get("GITHUB_BASE_REF") or "").strip()
+def default_base_ref(repo: Path, branch: str | None = None) -> str:
+    """`branch` (a pull request's target branch: origin/<branch>, then <branch>), else origin/main when it
+    exists, else main."""
+    branch = (branch or "").strip()
     candidates = [f"origin/{branch}", branch] if branch else ["origin/main", "main"]
     for ref in candidates:
         if ref_exists(repo, ref):

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from bot.cases.model import Case
+from bot.secrets import scrub, scrub_optional
+from bot.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -24,11 +27,21 @@ class Answer:
 
 @dataclass(frozen=True)
 class AgentContext:
-    """What an adapter may need besides the case: where relative paths start, and free-form options."""
+    """What an adapter may need besides the case: where relative paths start, and free-form options.
+
+    `env`: when set, a process agent (`command:`) runs with exactly this environment (build it with
+    bot.agents.env.agent_environment); None inherits sqlcanary's own, as before. `secrets`: values masked out of
+    everything an answer carries (error, stderr, SQL, `used`), so an agent that prints a token it found cannot
+    put it into a report. Neither is ever printed (repr=False)."""
 
     base_dir: str = "."
     options: dict[str, Any] = field(default_factory=dict)
     timeout_s: float = 120.0
+    env: Mapping[str, str] | None = field(default=None, repr=False)
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+    # The process's settings: the built-in `llm` agent looks its key up there by the name the config gives, and
+    # keeps its reply cache in the cache folder. None: the process environment and the default cache folder.
+    settings: Settings | None = field(default=None, repr=False)
 
 
 class AgentAdapter(Protocol):
@@ -42,6 +55,19 @@ class AgentAdapter(Protocol):
 # The attempt (0-based) the runner is asking for, sent as `attempt` in the request: with `--repeat K` an agent
 # may vary its answer per attempt (a scripted flaky agent does). Unset outside a run.
 current_attempt: ContextVar[int | None] = ContextVar("sqlcanary_attempt", default=None)
+
+
+def scrub_answer(answer: Answer, secrets: Sequence[str]) -> Answer:
+    """The answer with every secret masked: the agent boundary, before anything is stored or shown."""
+    if not secrets:
+        return answer
+    return replace(
+        answer,
+        sql=scrub_optional(answer.sql, secrets),
+        error=scrub_optional(answer.error, secrets),
+        stderr=scrub_optional(answer.stderr, secrets),
+        used=tuple(scrub(u, secrets) for u in answer.used),
+    )
 
 
 def request_for(case: Case, ctx: AgentContext) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.agents.base import AgentContext, Answer
+from bot.agents.base import AgentContext, Answer, scrub_answer
 from bot.cases.model import Case
 from bot.config import CONFIG_NAMES, Config, load_config
 from bot.errors import AgentError, SqlcanaryError
@@ -83,10 +83,17 @@ def _per_db(value: Any, db: str) -> Any:
     return value.get(db) if isinstance(value, dict) else value
 
 
+def _client(settings: LLMSettings, ctx: AgentContext):
+    from bot.llm.cache import ReplyCache
+    from bot.llm.client import LLMClient
+
+    if ctx.settings is None:
+        return LLMClient(settings)
+    return LLMClient(settings, environ=ctx.settings.environ, cache=ReplyCache(ctx.settings.cache_dir / "llm"))
+
+
 class LLMAgent:
     def __init__(self, arg: str, ctx: AgentContext) -> None:
-        from bot.llm.client import LLMClient
-
         self.ctx = ctx
         self.config = _find_config(arg, ctx)
         settings = self.config.llm
@@ -94,7 +101,7 @@ class LLMAgent:
             settings = LLMSettings(**{**settings.model_dump(), **ctx.options["llm"]})
         self.kb_files = read_kb_files(self.config)
         try:
-            self.client = LLMClient(settings)
+            self.client = _client(settings, ctx)
         except LLMError as exc:
             raise AgentError(f"llm agent: {exc}") from exc
         self.name = f"llm:{self.client.settings.model}"
@@ -109,7 +116,7 @@ class LLMAgent:
             return self._schemas[db]
 
     def _load_schema(self, db: str) -> str:
-        from bot.llm.schema import describe_fixture, describe_live
+        from bot.agents.schema import describe_fixture, describe_live
 
         opts = self.ctx.options
         if (text := _per_db(opts.get("schema"), db)) is not None:
@@ -131,7 +138,7 @@ class LLMAgent:
 
     # ---- prompt and answer -----------------------------------------------------------------------------------
     def messages(self, case: Case) -> list[dict[str, str]]:
-        from bot.report.render import environment
+        from bot.templating import environment
 
         env = environment()
         system = env.get_template("prompts/agent_system.md.j2").render()
@@ -142,6 +149,10 @@ class LLMAgent:
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
     def answer(self, case: Case) -> Answer:
+        """Masked like every adapter's: an LLM error may quote the request, key included."""
+        return scrub_answer(self._answer(case), self.ctx.secrets)
+
+    def _answer(self, case: Case) -> Answer:
         started = time.perf_counter()
         used = tuple(f.path for f in self.kb_files)
         try:

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -32,10 +33,11 @@ def size_words(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 and n % (1 << 20) == 0 else f"{n} bytes"
 
 
-def resolve_argv(cmd: str, base_dir: str) -> list[str]:
+def resolve_argv(cmd: str, base_dir: str, *, env: Mapping[str, str] | None = None) -> list[str]:
     """Split CMD and make sure its program can start, so a typo fails the run at once rather than every case.
-    A bare name is looked up on PATH, then in base_dir; a path with a slash is relative to base_dir (the folder of
-    the config that names the agent), never to the current folder."""
+    A bare name is looked up on PATH (the PATH of `env` when the agent gets one: where the process will look),
+    then in base_dir; a path with a slash is relative to base_dir (the folder of the config that names the
+    agent), never to the current folder."""
     try:
         argv = shlex.split(cmd)
     except ValueError as exc:
@@ -52,7 +54,8 @@ def resolve_argv(cmd: str, base_dir: str) -> list[str]:
             f"{path} does not exist" if Path(prog).is_absolute() else f"no file {path} (relative to {base})"
         )
     else:
-        if shutil.which(prog):
+        search = None if env is None else os.pathsep.join(os.get_exec_path(dict(env)))
+        if shutil.which(prog, path=search):
             return argv
         path = base / prog
         where = f"not found on PATH nor in {base}"
@@ -66,10 +69,12 @@ def resolve_argv(cmd: str, base_dir: str) -> list[str]:
     return [str(path), *argv[1:]]
 
 
-def start(argv: list[str], cwd: str) -> subprocess.Popen[bytes]:
-    """The agent in a session of its own, so a kill reaches the children it started."""
+def start(argv: list[str], cwd: str, *, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """The agent in a session of its own, so a kill reaches the children it started; with exactly `env` as its
+    environment when given (None: sqlcanary's own)."""
     return subprocess.Popen(argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            bufsize=0, start_new_session=True)  # fmt: skip
+                            bufsize=0, start_new_session=True,
+                            env=None if env is None else dict(env))  # fmt: skip
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -219,8 +224,10 @@ class LineProcess:
     """A long-lived agent: its stdout split into lines on a thread (each at most `cap` bytes, at most a few lines
     buffered, so a flood cannot fill memory), the tail of its stderr kept."""
 
-    def __init__(self, argv: list[str], cwd: str, *, cap: int = STDOUT_CAP) -> None:
-        self.proc = start(argv, cwd)
+    def __init__(
+        self, argv: list[str], cwd: str, *, cap: int = STDOUT_CAP, env: Mapping[str, str] | None = None
+    ) -> None:
+        self.proc = start(argv, cwd, env=env)
         self.cap = cap
         self.events: queue.Queue[StreamEvent] = queue.Queue(maxsize=8)
         self.stopped = False  # stopped by sqlcanary (it broke the protocol, or the run is over): never reused

@@ -12,7 +12,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from bot.agents.base import AgentContext, Answer, parse_reply_text, request_for
+from bot.agents.base import AgentContext, Answer, parse_reply_text, request_for, scrub_answer
 from bot.agents.pipes import (
     GRACE_S,
     POLL_S,
@@ -67,19 +67,23 @@ def _mid_line(data: bytes) -> str:
 
 
 class CommandAgent:
-    """`command:CMD`: CMD gets one JSON request on stdin and prints one JSON answer, once per case."""
+    """`command:CMD`: CMD gets one JSON request on stdin and prints one JSON answer, once per case; with
+    `ctx.env` as its whole environment when given, and `ctx.secrets` masked out of its answer."""
 
     def __init__(self, cmd: str, ctx: AgentContext) -> None:
-        self.argv = resolve_argv(cmd, ctx.base_dir)
+        self.argv = resolve_argv(cmd, ctx.base_dir, env=ctx.env)
         self.cwd = str(Path(ctx.base_dir).absolute())
         self.ctx = ctx
         self.name = f"command:{cmd}"
 
     def answer(self, case: Case) -> Answer:
+        return scrub_answer(self._answer(case), self.ctx.secrets)
+
+    def _answer(self, case: Case) -> Answer:
         payload = json.dumps(request_for(case, self.ctx)).encode()
         started = time.perf_counter()
         try:
-            proc = start(self.argv, self.cwd)
+            proc = start(self.argv, self.cwd, env=self.ctx.env)
         except OSError as exc:
             return _cannot_start(self.argv, exc)
         done = exchange(proc, payload, timeout_s=self.ctx.timeout_s)
@@ -126,10 +130,11 @@ def _is_answer_for(line: str, case_id: str) -> bool:
 
 
 class PersistentCommandAgent:
-    """`command:CMD` with `persistent: true`: one long-lived process, one JSON line in and one out per case."""
+    """`command:CMD` with `persistent: true`: one long-lived process, one JSON line in and one out per case
+    (environment and masking as CommandAgent)."""
 
     def __init__(self, cmd: str, ctx: AgentContext) -> None:
-        self.argv = resolve_argv(cmd, ctx.base_dir)
+        self.argv = resolve_argv(cmd, ctx.base_dir, env=ctx.env)
         self.cwd = str(Path(ctx.base_dir).absolute())
         self.ctx = ctx
         self.name = f"command:{cmd} (persistent)"
@@ -143,13 +148,16 @@ class PersistentCommandAgent:
         if lp is None or not lp.usable():
             if lp is not None:
                 lp.stop()
-            lp = LineProcess(self.argv, self.cwd)
+            lp = LineProcess(self.argv, self.cwd, env=self.ctx.env)
             self._local.proc = lp
             with self._lock:
                 self._all.append(lp)
         return lp
 
     def answer(self, case: Case) -> Answer:
+        return scrub_answer(self._answer(case), self.ctx.secrets)
+
+    def _answer(self, case: Case) -> Answer:
         started = time.perf_counter()
         try:
             lp = self._process()

@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bot.agents.base import AgentContext, Answer, answer_from_reply, request_for
+from bot.agents.base import AgentContext, Answer, answer_from_reply, request_for, scrub_answer
 from bot.agents.pipes import STDERR_KEEP
 from bot.cases.model import Case
 from bot.errors import AgentError
@@ -52,7 +52,11 @@ def load_callable(target: str, base_dir: str) -> Callable[..., Any]:
 
 
 class PythonAgent:
-    """`python:MODULE_OR_FILE:FUNCTION`: FUNCTION(request: dict) returns SQL, `{"sql": ...}` or `{"error": ...}`."""
+    """`python:MODULE_OR_FILE:FUNCTION`: FUNCTION(request: dict) returns SQL, `{"sql": ...}` or `{"error": ...}`.
+
+    It runs in this process, so `ctx.env` cannot apply to it: its isolation from the tokens is the per-tree child
+    process `sqlcanary check` starts with the allow-listed environment (bot.agents.env). `ctx.secrets` are masked
+    out of its answers (a traceback quoting a token, say)."""
 
     def __init__(self, target: str, ctx: AgentContext) -> None:
         self.fn = load_callable(target, ctx.base_dir)
@@ -60,6 +64,9 @@ class PythonAgent:
         self.name = f"python:{target}"
 
     def answer(self, case: Case) -> Answer:
+        return scrub_answer(self._answer(case), self.ctx.secrets)
+
+    def _answer(self, case: Case) -> Answer:
         box: dict[str, Any] = {}
         request = request_for(case, self.ctx)
 

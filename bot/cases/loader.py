@@ -26,8 +26,9 @@ from bot.cases.model import (
     Suite,
     SuiteSettings,
 )
-from bot.cases.yamlread import LineDict, LineList, load_yaml_file
 from bot.errors import CaseFileError
+from bot.gitrepo import repo_root
+from bot.yamlread import LineDict, LineList, load_yaml_file
 
 SUITE_FILE_NAMES = ("suite.yml", "suite.yaml")
 CASE_KEYS = {
@@ -323,6 +324,7 @@ def load_suite(location: str | Path) -> Suite:
             items, line = cdoc, 1
         cases.extend(_read_cases(items, file_defaults, path=cpath, line=line, known_dbs=frozenset(databases)))
     _check_cases(cases, databases)
+    cases = _sources_from_repository_root(cases, suite_file.parent)
     files = [suite_file, *case_files]
     fixtures = sorted({p for ps in databases.values() for p in ps})
     return Suite(
@@ -335,6 +337,24 @@ def load_suite(location: str | Path) -> Suite:
         files=tuple(files),
         location=loc.resolve(),
     )
+
+
+def _sources_from_repository_root(cases: list[Case], folder: Path) -> list[Case]:
+    """Case sources as `path:line` with the path relative to the repository root (the form GitHub annotations
+    and reports need, the same from any current folder and in any worktree); left as given outside git."""
+    repo = repo_root(folder)
+    if repo is None:
+        return cases
+    out = []
+    for case in cases:
+        path, _, line = case.source.rpartition(":")
+        try:
+            rel = Path(path).resolve().relative_to(repo).as_posix()
+        except ValueError:
+            out.append(case)
+            continue
+        out.append(case.model_copy(update={"source": f"{rel}:{line}"}))
+    return out
 
 
 def _check_cases(cases: list[Case], databases: dict[str, tuple[Path, ...]]) -> None:

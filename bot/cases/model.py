@@ -8,27 +8,12 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from bot.presetnames import check_preset
 from bot.results import FrozenModel
 
 Category = Literal["query", "personalization", "management", "efficiency"]
 CATEGORIES: tuple[str, ...] = ("query", "personalization", "management", "efficiency")
 READ_ONLY_CATEGORIES = frozenset({"query", "personalization"})
-# The comparison presets (bot/scoring/presets.py implements them): sqlcanary's rules, then public evaluators.
-PRESET_NAMES: tuple[str, ...] = (
-    "sqlcanary",
-    "bird",
-    "critic",
-    "test_suite",
-    "defog",
-    "defog_exact",
-    "spider2",
-)
-
-
-def check_preset(value: str | None) -> str | None:
-    if value is not None and value not in PRESET_NAMES:
-        raise ValueError(f"unknown preset {value!r} (known: {', '.join(PRESET_NAMES)})")
-    return value
 
 
 class CompareOptions(FrozenModel):

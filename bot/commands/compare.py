@@ -7,17 +7,13 @@ from __future__ import annotations
 
 import argparse
 
-from pydantic import ValidationError
-
 from bot.compare import TRANSITIONS, CaseChange, Comparison, GateSettings, compare_runs
-from bot.errors import EXIT_BAD_INPUT, EXIT_GATE, EXIT_OK, ConfigError
+from bot.gate import GATE_FIELDS, exit_code, resolve_gate
 from bot.results import read_run, write_json_atomic
+from bot.settings import Settings
 
-_EXIT = {"pass": EXIT_OK, "regressions": EXIT_GATE, "incomparable": EXIT_BAD_INPUT}
 _LISTED = 20  # regressed / fixed / flaky ids printed before "... and N more"
 _REASON = 160  # characters of a case's reason in the text summary (the JSON keeps all of it)
-_GATE_FLAGS = ("max_regressions", "min_pass_rate", "max_pass_rate_drop", "alpha", "min_regression_count",
-               "allow_removed", "allow_invalid")  # fmt: skip
 
 
 def fraction(text: str) -> float:
@@ -70,14 +66,12 @@ def add_gate_arguments(p: argparse.ArgumentParser) -> None:
 
 def gate_from_args(args: argparse.Namespace, defaults: GateSettings | None = None) -> GateSettings:
     """`defaults` (e.g. the config's `gate:`) overridden by the flags the user gave."""
-    given = {k: getattr(args, k) for k in _GATE_FLAGS if getattr(args, k, None) is not None}
-    base = (defaults or GateSettings()).model_dump()
-    try:
-        return GateSettings(**{**base, **given})
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        flag = "--" + str(err["loc"][0]).replace("_", "-") if err["loc"] else "gate"
-        raise ConfigError(f"{flag}: {err['msg']}") from exc
+    return resolve_gate(defaults, gate_flags(args))
+
+
+def gate_flags(args: argparse.Namespace) -> dict[str, object]:
+    """The gate flags the user gave (unset ones are None and are left out)."""
+    return {k: getattr(args, k) for k in GATE_FIELDS if getattr(args, k, None) is not None}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -93,7 +87,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_gate_arguments(p)
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace, settings: Settings) -> int:  # noqa: ARG001
     gate = gate_from_args(args)
     base, head = read_run(args.base), read_run(args.head)
     comparison = compare_runs(base, head, gate=gate, force=args.force)
@@ -101,7 +95,7 @@ def main(args: argparse.Namespace) -> int:
     if args.out:
         write_json_atomic(args.out, comparison.model_dump_json(indent=2) + "\n")
         print(f"\ncomparison written to {args.out}")
-    return _EXIT[comparison.verdict]
+    return exit_code(comparison.verdict)
 
 
 def _pct(rate: float | None) -> str:

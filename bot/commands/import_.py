@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from bot.errors import EXIT_OK, ConfigError
+from bot.settings import Settings
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -15,7 +16,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="the suite folder to write")
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace, settings: Settings) -> int:  # noqa: ARG001
     from bot.cases.importers import bird_critic, defog
 
     if args.source == "defog":

@@ -12,6 +12,7 @@ from pathlib import Path, PurePosixPath
 from bot.errors import EXIT_OK, ConfigError, ResultFileError
 from bot.report.console import summary_table
 from bot.results import CaseResult, RunMeta, RunResult, read_run, summarize, write_run
+from bot.settings import Settings
 
 # Fields every shard must share: runs that differ in one of them do not add up to one run.
 SAME_FIELDS = ("suite_hash", "evaluator_version", "preset", "agent", "agent_fingerprint", "kb_fingerprint",
@@ -166,7 +167,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--partial", action="store_true", help="merge even when some shards are missing")
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace, settings: Settings) -> int:  # noqa: ARG001
     runs = [(path, read_run(path)) for path in args.runs]
     merged = merge_runs(runs, partial=args.partial)
     write_run(Path(args.out), merged)

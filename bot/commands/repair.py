@@ -12,6 +12,8 @@ from bot.cases.loader import load_suite
 from bot.config import Config, database_url, find_config
 from bot.errors import EXIT_BAD_INPUT, EXIT_OK, ConfigError
 from bot.results import read_run, write_json_atomic
+from bot.secrets import scrub
+from bot.settings import Settings
 
 DEFAULT_OUT = "sqlcanary-results/repair"
 
@@ -70,14 +72,15 @@ def _positive(args: argparse.Namespace) -> None:
         raise ConfigError("--max-critique must be at least 0")
 
 
-def make_client(config: Config, *, max_calls: int):
+def make_client(config: Config, *, max_calls: int, settings: Settings):
     """The LLM client, its call budget capped at --max-llm-calls (the endpoint never sees more requests)."""
     from bot.llm import LLMClient
+    from bot.llm.cache import ReplyCache
 
-    settings = config.llm
-    cap = min(max_calls, settings.budget.max_calls) if settings.budget.max_calls is not None else max_calls
-    settings = settings.model_copy(update={"budget": settings.budget.model_copy(update={"max_calls": cap})})
-    return LLMClient(settings)
+    llm = config.llm
+    cap = min(max_calls, llm.budget.max_calls) if llm.budget.max_calls is not None else max_calls
+    llm = llm.model_copy(update={"budget": llm.budget.model_copy(update={"max_calls": cap})})
+    return LLMClient(llm, environ=settings.environ, cache=ReplyCache(settings.cache_dir / "llm"))
 
 
 class _NoLLM:
@@ -119,7 +122,7 @@ def git_commit(root: Path, files: tuple[str, ...], message: str) -> str:
     return git("rev-parse", "HEAD").stdout.strip()
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace, settings: Settings) -> int:
     from bot.db.provision import provision
     from bot.repair.loop import repair
     from bot.repair.report import console_summary, render_report
@@ -133,19 +136,20 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError("no suite: pass --suite or set `suite:` in sqlcanary.yml", path=args.run_file)
     suite = load_suite(suite_path)
     base = read_run(args.base).summary.pass_rate if args.base else None
-    client = _NoLLM() if args.no_repair else make_client(config, max_calls=args.max_llm_calls)
-    server = provision(dsn=database_url(args.dsn, config), mode=args.postgres or config.postgres)
+    client = _NoLLM() if args.no_repair else make_client(config, max_calls=args.max_llm_calls, settings=settings)
+    server = provision(dsn=database_url(args.dsn, config, settings.database_url),
+                       mode=args.postgres or config.postgres, cache_dir=settings.embedded_dir)  # fmt: skip
     if not args.quiet:
         print(f"sqlcanary: repairing {sum(c.status == 'failed' for c in run.cases)} failing case(s) of "
               f"{suite.name} (PostgreSQL {server.version})", file=sys.stderr)  # fmt: skip
     outcome = repair(run, config=config, suite=suite, server=server, client=client,
                      max_failures=args.max_failures, max_retries=args.max_retries,
                      max_llm_calls=args.max_llm_calls, max_critique=args.max_critique, dry_run=args.dry_run,
-                     evaluate_only=args.no_repair, base_pass_rate=base)  # fmt: skip
+                     evaluate_only=args.no_repair, base_pass_rate=base, settings=settings)  # fmt: skip
     out = Path(args.out or DEFAULT_OUT)
     write_json_atomic(out / "outcome.json", outcome.model_dump_json(indent=2) + "\n")
     write_json_atomic(out / "kb.diff", outcome.kb_diff)
-    write_json_atomic(out / "repair_report.md", render_report(outcome))
+    write_json_atomic(out / "repair_report.md", scrub(render_report(outcome), settings.secrets))
     print(console_summary(outcome))
     print(f"\nwritten to {out}/ (outcome.json, kb.diff, repair_report.md)")
     if args.commit and outcome.files_changed and not args.dry_run:

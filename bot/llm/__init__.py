@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from bot.llm.errors import BudgetExhausted, LLMBadOutput, LLMError, LLMUnavailable, redact
-from bot.llm.settings import LLMSettings
 from bot.llm.types import JsonReply, ParseStats, TextReply, Usage
+from bot.llmconfig import LLMSettings
 
 if TYPE_CHECKING:
     from bot.llm.client import LLMClient

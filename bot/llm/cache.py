@@ -15,9 +15,9 @@ from typing import Any
 
 
 def default_cache_root() -> Path:
-    from bot.db.provision import cache_dir
+    from bot.settings import default_cache_dir
 
-    return cache_dir() / "llm"
+    return default_cache_dir() / "llm"
 
 
 def request_key(

@@ -21,8 +21,8 @@ from bot.llm.cache import CachedReply, ReplyCache, request_key
 from bot.llm.errors import BudgetExhausted, LLMBadOutput, LLMUnavailable, redact
 from bot.llm.jsonparse import JsonParseError, Parsed, parse_json_object, validate
 from bot.llm.pricing import estimate_cost
-from bot.llm.settings import LLMSettings
 from bot.llm.types import JsonReply, ParseStats, TextReply, Usage
+from bot.llmconfig import LLMSettings
 
 log = logging.getLogger("sqlcanary.llm")
 

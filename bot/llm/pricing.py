@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from bot.llm.settings import Price
+from bot.llmconfig import Price
 
 
 def find_price(prices: Mapping[str, Price], model: str) -> Price | None:

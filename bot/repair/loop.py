@@ -9,10 +9,11 @@ loop ends normally or stops early on an LLM error or the call budget.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from bot.agents import AgentContext, make_agent
 from bot.agents.base import AgentAdapter
+from bot.agents.env import agent_environment
 from bot.cases.loader import parse_duration_ms
 from bot.cases.model import Case, Suite
 from bot.config import Config
@@ -32,6 +33,7 @@ from bot.repair.plan import PLAN_SCHEMA, CheckedPlan, Plan, PlanError, check_pla
 from bot.repair.prompts import case_messages, critique_messages
 from bot.results import CaseResult, RunResult, count
 from bot.runner import RunOptions, run_suite
+from bot.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -42,14 +44,19 @@ class Limits:
     max_critique: int = 5
 
 
-def default_agent_factory(config: Config) -> Callable[[], AgentAdapter]:
-    """A fresh agent per run (run_suite closes it); it reads the KB from disk, so edits take effect."""
+def default_agent_factory(config: Config, settings: Settings | None = None) -> Callable[[], AgentAdapter]:
+    """A fresh agent per run (run_suite closes it); it reads the KB from disk, so edits take effect. With
+    `settings`, a process agent gets only the allow-listed environment and its answers are masked."""
     spec = config.agent.spec if config.agent else "gold"
     options = dict(config.agent.options) if config.agent else {}
     if config.agent and config.agent.persistent:
         options["persistent"] = True
     timeout = config.agent.timeout if config.agent else 120.0
     ctx = AgentContext(base_dir=config.base_dir, options=options, timeout_s=timeout)
+    if settings is not None:
+        allow = config.agent.env if config.agent else ()
+        ctx = replace(ctx, env=agent_environment(settings.environ, allow=allow), secrets=settings.secrets,
+                      settings=settings)  # fmt: skip
     return lambda: make_agent(spec, ctx)
 
 
@@ -77,6 +84,7 @@ class _Loop:
     agent_factory: Callable[[], AgentAdapter]
     opts: RunOptions
     dry_run: bool
+    secrets: tuple[str, ...] = ()  # masked out of every prompt
     latest: dict[str, CaseResult] = field(default_factory=dict)
     initial: dict[str, str | None] = field(default_factory=dict)
     requests: int = 0
@@ -195,7 +203,8 @@ class _Loop:
         note = ""
         for n in range(1, self.limits.max_retries + 1):
             try:
-                messages = case_messages(ctx, globs=self.kb.globs, files=files, feedback=feedback)
+                messages = case_messages(ctx, globs=self.kb.globs, files=files, feedback=feedback,
+                                         secrets=self.secrets)  # fmt: skip
                 plan, reason, cached = self.ask(messages, purpose=f"repair:{result.id}:{n}")
             except _Stop as stop:
                 self.stopped, note = str(stop), str(stop)
@@ -217,7 +226,7 @@ class _Loop:
         self._case_id = None
         for n in range(1, self.limits.max_critique + 1):
             messages = critique_messages(diff=self.kb_diff(), repaired=repaired, globs=self.kb.globs,
-                                         feedback=feedback)  # fmt: skip
+                                         feedback=feedback, secrets=self.secrets)  # fmt: skip
             try:
                 plan, reason, cached = self.ask(messages, purpose=f"repair:critique:{n}")
             except _Stop as stop:
@@ -302,6 +311,7 @@ def repair(
     base_pass_rate: float | None = None,
     agent_factory: Callable[[], AgentAdapter] | None = None,
     run_options: RunOptions | None = None,
+    settings: Settings | None = None,
 ) -> RepairOutcome:
     kb = KBFiles.from_config(config)
     cap_budget(client, max_llm_calls)
@@ -309,8 +319,9 @@ def repair(
     limits = Limits(max_failures=max_failures, max_retries=max_retries, max_llm_calls=max_llm_calls,
                     max_critique=max_critique)  # fmt: skip
     loop = _Loop(run=run, suite=suite, server=server, client=client, kb=kb, tx=None, limits=limits,
-                 agent_factory=agent_factory or default_agent_factory(config),
-                 opts=run_options or default_run_options(config), dry_run=dry_run)  # fmt: skip
+                 agent_factory=agent_factory or default_agent_factory(config, settings),
+                 opts=run_options or default_run_options(config), dry_run=dry_run,
+                 secrets=settings.secrets if settings else ())  # fmt: skip
     if evaluate_only:
         loop.latest = loop.full_run()
         return _outcome(loop, [], [], [], base_pass_rate=base_pass_rate, evaluated_only=True)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from bot.repair.outcome import RepairOutcome
-from bot.report.filters import pct
-from bot.report.render import environment, tidy_markdown
+from bot.templating import environment, tidy_markdown
+from bot.textfilters import pct
 
 
 def render_report(outcome: RepairOutcome) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
@@ -42,7 +41,9 @@ def problem_lines(run: RunResult, limit: int = 15) -> str:
 class Progress:
     """A tqdm bar on a terminal; plain progress lines in CI or when stderr is not a terminal."""
 
-    def __init__(self, total: int, *, stream: TextIO | None = None, enabled: bool = True) -> None:
+    def __init__(
+        self, total: int, *, stream: TextIO | None = None, enabled: bool = True, ci: bool = False
+    ) -> None:
         self.total = total
         stream = stream if stream is not None else sys.stderr
         self.stream = stream
@@ -51,7 +52,7 @@ class Progress:
         self._lock = threading.Lock()
         self._bar = None
         self._last_line = 0.0
-        interactive = stream.isatty() and not os.environ.get("CI")
+        interactive = stream.isatty() and not ci
         if enabled and interactive:
             from tqdm import tqdm
 

@@ -4,26 +4,16 @@ report, JUnit XML and JSON. Every render_* function is pure: a Comparison or a R
 from __future__ import annotations
 
 import functools
-import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-from jinja2 import (
-    BaseLoader,
-    ChoiceLoader,
-    Environment,
-    FileSystemLoader,
-    PackageLoader,
-    StrictUndefined,
-    select_autoescape,
-)
+from jinja2 import Environment
 from markupsafe import Markup
 
-import bot
 from bot.compare import Comparison
 from bot.report import charts
-from bot.report.filters import FILTERS, clean, md_url
+from bot.report.marker import MARKER, marker_for
+from bot.report.redact import redact_model, scrub_rendered
 from bot.report.view import (
     LABELS,
     CaseRow,
@@ -35,10 +25,11 @@ from bot.report.view import (
     trim,
 )
 from bot.results import CaseResult, RunResult
+from bot.templating import new_environment, tidy_markdown
+from bot.textfilters import md_url
 
 COMMENT_LIMIT = 65_536  # characters in a GitHub comment body
 SUMMARY_LIMIT = 1_048_576  # bytes in a GitHub job summary
-MARKER = "<!-- sqlcanary:comment -->"
 FORMATS = ("md", "summary", "html", "junit", "json")
 # How much of each untrusted text a report shows (characters); the full text is in the JSON and HTML reports.
 COMMENT_WIDTHS = {"question": 140, "reason": 220, "structural": 220, "sql": 3000}
@@ -47,57 +38,10 @@ SUMMARY_WIDTHS = {"question": 300, "reason": 600, "structural": 600, "sql": 20_0
 Subject = Comparison | RunResult
 
 
-def _loaders() -> list[BaseLoader]:
-    loaders: list[BaseLoader] = []
-    source = Path(bot.__file__).resolve().parents[1] / "templates"
-    if (source / "comment.md.j2").is_file():  # a source tree: edit a template, see it at once
-        loaders.append(FileSystemLoader(source))
-    try:  # the wheel: templates/ packaged as bot/templates
-        loaders.append(PackageLoader("bot", "templates"))
-    except ValueError:
-        pass
-    return loaders
-
-
 @functools.lru_cache(maxsize=1)
 def environment() -> Environment:
-    env = Environment(
-        loader=ChoiceLoader(_loaders()),
-        undefined=StrictUndefined,
-        autoescape=select_autoescape(("html", "xml", "html.j2", "xml.j2"), default_for_string=False),
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-        finalize=clean,
-    )
-    env.filters.update(FILTERS)
-    env.globals.update(labels=LABELS, marker=MARKER)
-    return env
-
-
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-
-
-def tidy_markdown(text: str) -> str:
-    """Collapse runs of blank lines outside fenced code (the templates favour readability over whitespace)."""
-    out: list[str] = []
-    fence = ""
-    for line in text.split("\n"):
-        m = _FENCE.match(line)
-        if fence:
-            if (
-                m
-                and m.group(1)[0] == fence[0]
-                and len(m.group(1)) >= len(fence)
-                and not line[m.end() :].strip()
-            ):
-                fence = ""
-        elif m and not (m.group(1)[0] == "`" and "`" in line[m.end() :]):
-            fence = m.group(1)
-        elif not line.strip() and (not out or not out[-1].strip()):
-            continue
-        out.append(line)
-    return "\n".join(out).rstrip("\n") + "\n"
+    """The reports' environment: bot.templating's settings and filters plus the report globals."""
+    return new_environment(labels=LABELS, marker=MARKER)
 
 
 def _largest(lo: int, hi: int, fits: Callable[[int], bool]) -> int:
@@ -128,22 +72,28 @@ def _fit(name: str, view: ReportView, *, limit: int, measure: Callable[[str], in
     if measure(render(trim(view, rows=0, details=0))) <= limit:
         keep = _largest(0, rows, lambda r: measure(render(trim(view, rows=r, details=0))) <= limit)
         return render(trim(view, rows=keep, details=0))
-    return _minimal(view, limit=limit, measure=measure, details_url=context.get("details_url"))
+    return _minimal(view, limit=limit, measure=measure, details_url=context.get("details_url"),
+                    marker=str(context.get("marker", MARKER)))  # fmt: skip
 
 
-def _minimal(view: ReportView, *, limit: int, measure: Callable[[str], int], details_url: object) -> str:
+def _minimal(
+    view: ReportView, *, limit: int, measure: Callable[[str], int], details_url: object, marker: str
+) -> str:
     link = f" [Full report]({md_url(details_url)})." if details_url else ""
-    text = f"{MARKER}\n## sqlcanary: {view.mark} {view.word}\n\nThe report is too long to show here.{link}\n"
-    while measure(text) > limit and len(text) > len(MARKER) + 1:
+    text = f"{marker}\n## sqlcanary: {view.mark} {view.word}\n\nThe report is too long to show here.{link}\n"
+    while measure(text) > limit and len(text) > len(marker) + 1:
         text = text[: len(text) // 2].rsplit("\n", 1)[0] + "\n"
     return text
 
 
-def render_comment(subject: Subject, *, limit: int = COMMENT_LIMIT, details_url: str | None = None) -> str:
-    """The sticky pull-request comment: at most `limit` characters, starting with the hidden marker."""
+def render_comment(
+    subject: Subject, *, limit: int = COMMENT_LIMIT, details_url: str | None = None, key: str = ""
+) -> str:
+    """The sticky pull-request comment: at most `limit` characters, starting with the hidden marker of `key`
+    (the suite and matrix key, any text: see bot.report.marker; "" is the key-less marker)."""
     return _fit(
         "comment.md.j2", build_view(subject), limit=limit, measure=len, details_url=details_url,
-        widths=COMMENT_WIDTHS,
+        widths=COMMENT_WIDTHS, marker=marker_for(key),
     )  # fmt: skip
 
 
@@ -280,11 +230,25 @@ def render_json(subject: Subject) -> str:
 
 def render(
     fmt: str, subject: Subject, *, head: RunResult | None = None, base: RunResult | None = None,
-    details_url: str | None = None, limit: int | None = None,
+    details_url: str | None = None, limit: int | None = None, marker_key: str = "", secrets: Sequence[str] = (),
 ) -> str:  # fmt: skip
-    """One report by format name (FORMATS), for the `report` command."""
+    """One report by format name (FORMATS). `secrets` are masked in the subject and in the final text (see
+    bot.report.redact); `marker_key` names the sticky comment's marker ("md" only)."""
+    if secrets:
+        subject = redact_model(subject, secrets)
+        head, base = (None if r is None else redact_model(r, secrets) for r in (head, base))
+    return scrub_rendered(
+        _render(fmt, subject, head=head, base=base, details_url=details_url, limit=limit, key=marker_key),
+        secrets,
+    )
+
+
+def _render(
+    fmt: str, subject: Subject, *, head: RunResult | None, base: RunResult | None, details_url: str | None,
+    limit: int | None, key: str,
+) -> str:  # fmt: skip
     if fmt == "md":
-        return render_comment(subject, limit=limit or COMMENT_LIMIT, details_url=details_url)
+        return render_comment(subject, limit=limit or COMMENT_LIMIT, details_url=details_url, key=key)
     if fmt == "summary":
         return render_summary(subject, limit=limit or SUMMARY_LIMIT, details_url=details_url)
     if fmt == "html":

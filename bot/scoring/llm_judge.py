@@ -28,7 +28,7 @@ JUDGE_SCHEMA = {
 
 
 def judge_messages(question: str, gold_sql: str, pred_sql: str) -> list[dict[str, str]]:
-    from bot.report.render import environment
+    from bot.templating import environment
 
     text = (
         environment()

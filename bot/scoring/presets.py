@@ -15,7 +15,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from bot.cases.model import PRESET_NAMES
+from bot.presetnames import PRESET_NAMES
 from bot.results import ResultSet
 from bot.scoring.values import normalize_value, sort_key
 

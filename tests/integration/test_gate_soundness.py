@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,67 +13,16 @@ import pytest
 from bot.cli import main
 from bot.compare import Comparison
 from bot.results import read_run
+from tests.support.tinyrepo import GOOD, config, git, make_tiny_repo
 
 pytestmark = pytest.mark.integration
 
 if shutil.which("git") is None:  # pragma: no cover - CI has git
     pytest.skip("git is not installed", allow_module_level=True)
 
-SUITE_YML = """\
-name: tiny
-databases:
-  shop: shop.sql
-"""
-CASES_YML = """\
-- id: count
-  question: How many customers?
-  gold_sql: SELECT count(*) FROM customers
-- id: names
-  question: Names of the customers?
-  gold_sql: SELECT name FROM customers
-- id: cities
-  question: Which cities?
-  gold_sql: SELECT DISTINCT city FROM customers
-"""
-FIXTURE = "CREATE TABLE customers (id int PRIMARY KEY, name text NOT NULL, city text);\n" \
-          "INSERT INTO customers VALUES (1, 'Ada', 'Paris'), (2, 'Bo', 'Rome');\n"  # fmt: skip
-# The agent answers from a data file that its command does not name, in a folder of its own.
-AGENT = """\
-import json, pathlib, sys
-request = json.load(sys.stdin)
-answers = json.loads((pathlib.Path(__file__).resolve().parents[2] / "data" / "answers.json").read_text())
-print(json.dumps({"sql": answers[request["id"]]}))
-"""
-GOOD = {"count": "SELECT count(*) FROM customers", "names": "SELECT name FROM customers",
-        "cities": "SELECT DISTINCT city FROM customers"}  # fmt: skip
-
-
-def git(repo: Path, *args: str) -> str:
-    out = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args], cwd=repo,
-                         capture_output=True, text=True, check=True)  # fmt: skip
-    return out.stdout.strip()
-
-
-def write(root: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-
-
-def config(inputs: list[str] | None = None) -> str:
-    agent = {"spec": "command:python3 agent.py"} | ({"inputs": inputs} if inputs is not None else {})
-    return f"suite: ../suite\nagent: {json.dumps(agent)}\n"
-
-
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "repo"
-    write(root, {"evals/suite/suite.yml": SUITE_YML, "evals/suite/cases/all.yml": CASES_YML,
-                 "evals/suite/shop.sql": FIXTURE, "evals/agent/agent.py": AGENT,
-                 "evals/agent/sqlcanary.yml": config(), "data/answers.json": json.dumps(GOOD)})  # fmt: skip
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "base")
+    root = make_tiny_repo(tmp_path / "repo")
     monkeypatch.chdir(root)
     monkeypatch.setenv("SQLCANARY_CACHE_DIR", str(tmp_path / "cache"))  # a fresh cache
     monkeypatch.delenv("SQLCANARY_ANSWER_CACHE", raising=False)  # conftest turns it off for other tests

@@ -51,10 +51,10 @@ def shop_with_llm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         yield target, server
 
 
-def run(suite: Path, out: Path, dsn: str, *extra: str):
+def run(suite: Path, out: Path, dsn: str, *extra: str, exit_code: int = 0):
     ids = [arg for i in IDS for arg in ("--id", i)]
     rc = main(["run", str(suite), "--dsn", dsn, "--out", str(out), "-q", *ids, *extra])
-    assert rc == 0
+    assert rc == exit_code
     return read_run(out)
 
 
@@ -92,7 +92,8 @@ def test_llm_cache_makes_a_repeated_run_call_the_server_zero_times(shop_with_llm
 def test_bad_output_is_recorded_on_the_case(shop_with_llm, pg_dsn, tmp_path):
     suite, server = shop_with_llm
     server.script(['{"sql": "SELECT 1 FROM'])  # truncated, twice: one re-ask, then the case errors
-    result = run(suite, tmp_path / "bad.json", pg_dsn, "--jobs", "1")
+    # Every case errored: a broken agent, not a 0% pass rate (exit 2), and every case is still recorded.
+    result = run(suite, tmp_path / "bad.json", pg_dsn, "--jobs", "1", exit_code=2)
     assert {c.prediction.error_class for c in result.cases} == {"agent_bad_output"}
     assert len(server.completions) == 2 * len(IDS)
 

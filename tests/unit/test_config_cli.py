@@ -14,6 +14,7 @@ import bot.commands.run  # noqa: F401
 from bot.cli import main
 from bot.config import AgentConfig, Config, database_url, find_config, load_config
 from bot.errors import EXIT_BAD_INPUT, EXIT_OK, ConfigError, SqlcanaryError
+from bot.settings import Settings
 
 SUITES = Path(__file__).resolve().parents[1] / "fixtures" / "suites"
 GOOD_SUITE = SUITES / "single" / "single.yml"
@@ -107,10 +108,11 @@ def test_the_dsn_is_not_in_the_repr(tmp_path: Path) -> None:
 
 def test_database_url_order() -> None:
     config = Config(dsn="from-config")
-    assert database_url("from-cli", config, {"DATABASE_URL": "from-env"}) == "from-cli"
-    assert database_url(None, config, {"DATABASE_URL": "from-env"}) == "from-env"
-    assert database_url(None, config, {}) == "from-config"
-    assert database_url(None, Config(), {}) is None
+    from_env = Settings.from_environ({"DATABASE_URL": "from-env"}).database_url
+    assert database_url("from-cli", config, from_env) == "from-cli"
+    assert database_url(None, config, from_env) == "from-env"
+    assert database_url(None, config, Settings.from_environ({}).database_url) == "from-config"
+    assert database_url(None, Config(), None) is None
 
 
 # --- find_config -----------------------------------------------------------------------------------------------

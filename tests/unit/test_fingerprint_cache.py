@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 
 from bot.agents.base import AgentContext, Answer, request_for
-from bot.cache import AnswerCache, AnswerSource, RunCache, answer_cache_allowed, cacheable, run_cache_key
+from bot.cache import AnswerCache, AnswerSource, RunCache, cacheable, run_cache_key
 from bot.cases.model import Case
 from bot.config import Config, load_config
 from bot.errors import SqlcanaryError
 from bot.fingerprint import AgentInputs, agent_fingerprint, answer_key, kb_fingerprint, uses_answer_cache
 from bot.results import CaseResult, Prediction, RunMeta, RunResult, summarize
 from bot.runner import combine_attempts
+from bot.settings import Settings
 
 KB_CONFIG = "agent: python:agent.py:answer\nkb:\n  paths: ['kb/**/*.yaml']\n"
 
@@ -152,8 +153,8 @@ def test_only_clean_answers_are_cached(tmp_path, answer, kept):
 @pytest.mark.parametrize("value,allowed", [("", True), ("on", True), ("off", False), ("0", False),
                                            (" False ", False), ("no", False)])  # fmt: skip
 def test_the_environment_can_turn_the_answer_cache_off(value, allowed):
-    assert answer_cache_allowed({"SQLCANARY_ANSWER_CACHE": value}) is allowed
-    assert answer_cache_allowed({}) is True
+    assert Settings.from_environ({"SQLCANARY_ANSWER_CACHE": value}).answer_cache is allowed
+    assert Settings.from_environ({}).answer_cache is True
 
 
 def test_a_corrupt_cache_entry_is_a_miss(tmp_path):
@@ -278,17 +279,18 @@ def test_a_worktree_is_removed_even_when_the_work_fails(tmp_path):
 
 
 @git_missing
-def test_default_base_ref_prefers_github_base_ref_then_origin_main_then_main(tmp_path):
+def test_default_base_ref_prefers_the_base_branch_then_origin_main_then_main(tmp_path):
     from bot.gitrepo import default_base_ref
 
     repo = git_repo(tmp_path / "r")
-    assert default_base_ref(repo, {}) == "main"
+    assert default_base_ref(repo, None) == "main"
     subprocess.run(["git", "branch", "release"], cwd=repo, check=True)
-    assert default_base_ref(repo, {"GITHUB_BASE_REF": "release"}) == "release"
+    assert default_base_ref(repo, "release") == "release"
+    assert Settings.from_environ({"SQLCANARY_BASE_BRANCH": "release"}).base_branch == "release"
     subprocess.run(["git", "update-ref", "refs/remotes/origin/main", "HEAD"], cwd=repo, check=True)
-    assert default_base_ref(repo, {}) == "origin/main"
+    assert default_base_ref(repo, None) == "origin/main"
     with pytest.raises(SqlcanaryError, match="--base"):
-        default_base_ref(repo, {"GITHUB_BASE_REF": "gone"})
+        default_base_ref(repo, "gone")
 
 
 def test_config_reads_gate_and_cache_settings(tmp_path):

@@ -15,8 +15,8 @@ from bot.cases.importers.bird_critic import find_dump
 from bot.cases.importers.common import IMPORT_MARKER, dump_yaml, join_statements, split_statements
 from bot.cases.importers.writes import find_write_targets, table_checks
 from bot.cases.loader import load_suite
-from bot.cases.yamlread import load_yaml_text
 from bot.errors import CaseFileError
+from bot.yamlread import load_yaml_text
 
 HERE = Path(__file__).resolve()
 SHARED = Path(os.environ.get("SQLCANARY_SHARED") or HERE.parents[2].parent / "shared")

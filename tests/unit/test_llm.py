@@ -14,7 +14,7 @@ from bot.llm.budget import Budget
 from bot.llm.cache import ReplyCache
 from bot.llm.jsonparse import JsonParseError, parse_json_object, validate
 from bot.llm.pricing import estimate_cost
-from bot.llm.settings import Price
+from bot.llmconfig import Price
 from tests.support.fake_openai import FakeOpenAI, Reply
 
 KEY = "sk-test-SECRET-4f9a1c"

@@ -53,6 +53,15 @@ def test_case_source_names_file_and_line(good) -> None:
     assert Path(path).read_text().splitlines()[int(line) - 1].strip() == "- id: shop-alternatives"
 
 
+def test_case_sources_are_relative_to_the_repository_root_from_any_folder(monkeypatch) -> None:
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(SUITES)
+    case = load_suite("good_folder").case("shop-alternatives")
+    path, _, line = case.source.rpartition(":")
+    assert not Path(path).is_absolute() and (root / path).is_file()
+    assert path == (SUITES / "good_folder").resolve().relative_to(root).as_posix() + "/cases/a_list.yml"
+
+
 def test_single_file_suite_loads_with_its_only_database_as_default() -> None:
     suite = load_suite(SUITES / "single" / "single.yml")
     assert suite.name == "single"  # the file stem when there is no `name:`

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 from jinja2 import StrictUndefined, UndefinedError
 
+from bot import textfilters as filters
 from bot.cli import main as cli
 from bot.compare import CaseChange, Comparison, RateDelta, compare_head_only, compare_runs
-from bot.report import charts, filters
+from bot.report import charts
 from bot.report.render import (
     COMMENT_LIMIT,
     MARKER,

@@ -1,5 +1,8 @@
 """The `llm:` section of sqlcanary.yml. The API key itself is never in a config file: only the name of the
-environment variable that holds it (`api_key_env`)."""
+environment variable that holds it (`api_key_env`).
+
+Config models, so they live in the bottom layer beside bot.config (which embeds them) rather than in bot.llm,
+which sits above the config (ARCHITECTURE.md, import direction)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Schema text for prompts: live from a database (tables, columns, types, COMMENTs) or, without one, the
-CREATE TABLE / CREATE VIEW / COMMENT ON statements of a suite's fixture files."""
+"""Schema text for the `llm` agent's prompt: live from a database (tables, columns, types, COMMENTs) or, without
+one, the CREATE TABLE / CREATE VIEW / COMMENT ON statements of a suite's fixture files. Here rather than in
+bot.llm (the client): it splits fixture files with bot.db, a sibling layer that bot.llm must not import."""
 
 from __future__ import annotations
 

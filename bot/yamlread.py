@@ -1,4 +1,5 @@
-"""YAML loading that remembers line numbers, so errors can name file:line."""
+"""YAML loading that remembers line numbers, so errors can name file:line. A bottom-layer module: case files
+(bot.cases) and sqlcanary.yml (bot.config) are both read with it."""
 
 from __future__ import annotations
 

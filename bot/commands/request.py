@@ -1,0 +1,103 @@
+"""Typed requests: what `run` and `check` are asked to do, built once from the command line (or from the action's
+inputs) and passed down, instead of an `argparse.Namespace` that every layer reads and rebuilds."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from bot.db.provision import Mode
+from bot.errors import ConfigError
+
+# RunRequest fields a `check` hands on to both trees' `sqlcanary run` as `--flag VALUE` / `--flag`.
+_VALUE_FLAGS = ("agent", "agent_timeout", "jobs", "preset", "statement_timeout", "row_cap", "repeat")
+_SWITCHES = ("persistent", "no_answer_cache", "quiet")
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One evaluation of a suite. Paths are as the user gave them (relative to the current folder)."""
+
+    suite: str | None = None
+    config: str | None = None
+    agent: str | None = None
+    agent_timeout: float | None = None
+    persistent: bool = False
+    dsn: str | None = field(default=None, repr=False)
+    postgres: Mode | None = None
+    tags: tuple[str, ...] = ()
+    ids: tuple[str, ...] = ()
+    jobs: int | None = None
+    preset: str | None = None
+    statement_timeout: str | None = None
+    row_cap: int | None = None
+    repeat: int = 1
+    shard: str | None = None
+    no_answer_cache: bool = False
+    structural: bool = False
+    llm_judge: bool = False
+    min_pass_rate: float | None = None
+    out: str | None = None
+    quiet: bool = False
+
+    def __post_init__(self) -> None:
+        if self.repeat < 1:
+            raise ConfigError("--repeat must be at least 1")
+        if self.jobs is not None and self.jobs < 1:
+            raise ConfigError("--jobs must be at least 1")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> RunRequest:
+        given = vars(args)
+        values: dict[str, Any] = {f.name: given[f.name] for f in fields(cls) if given.get(f.name) is not None}
+        values["tags"] = tuple(t.strip() for t in (args.tags or "").split(",") if t.strip())
+        values["ids"] = tuple(args.ids or ())
+        values["repeat"] = args.repeat if args.repeat is not None else 1
+        return cls(**values)
+
+    @property
+    def filters(self) -> dict[str, list[str]]:
+        """The case selection, as a RunResult records it (compare refuses runs of different selections)."""
+        return {k: list(v) for k, v in (("tags", self.tags), ("ids", self.ids)) if v}
+
+    def run_argv(self) -> list[str]:
+        """This request as `sqlcanary run` arguments (what `check` starts in each tree's child process)."""
+        argv = ["run", *([self.suite] if self.suite else [])]
+        argv += ["--config", self.config] if self.config else []
+        argv += ["--out", self.out] if self.out else []
+        for name in _VALUE_FLAGS:
+            value = getattr(self, name)
+            if value is not None and not (name == "repeat" and value == 1):
+                argv += [f"--{name.replace('_', '-')}", str(value)]
+        argv += ["--tags", ",".join(self.tags)] if self.tags else []
+        for case_id in self.ids:
+            argv += ["--id", case_id]
+        argv += [f"--{name.replace('_', '-')}" for name in _SWITCHES if getattr(self, name)]
+        return argv
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """`sqlcanary check`: the run both trees share, the two commits, and how to judge the change."""
+
+    run: RunRequest
+    base: str | None = None  # a ref; None: origin/<base branch>, origin/main, main
+    head: str | None = None  # a ref; None: the working tree as it is
+    out_dir: str | None = None
+    force: bool = False
+    no_base_cache: bool = False
+    gate: Mapping[str, Any] = field(default_factory=dict)  # the gate flags the user gave (they win over config)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, *, gate_flags: tuple[str, ...]) -> CheckRequest:
+        return cls(
+            run=RunRequest.from_args(argparse.Namespace(**{**vars(args), "out": None, "shard": None})),
+            base=args.base,
+            head=args.head,
+            out_dir=args.out,
+            force=args.force,
+            no_base_cache=args.no_base_cache,
+            gate={k: getattr(args, k) for k in gate_flags if getattr(args, k, None) is not None},
+        )

@@ -1,0 +1,160 @@
+"""The two sides of a check: a checked-out tree each (the working tree, or a temporary `git worktree`), and the
+`sqlcanary run` that evaluates it in a child process of its own.
+
+The child gets an allow-listed environment: the pull request's own agent code runs in it (a `python:` agent in
+process, a `command:` agent below it), so it sees neither GITHUB_TOKEN, INPUT_* nor an LLM key unless the tree's
+config names the variable for it (`agent.env`, or `llm.api_key_env` for the built-in `llm` agent).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import bot
+from bot.agents.env import agent_environment
+from bot.commands.request import RunRequest
+from bot.config import CONFIG_NAMES, Config, load_config
+from bot.db.provision import Server
+from bot.errors import EXIT_BUG, EXIT_INTERRUPTED, ConfigError
+from bot.report.redact import redact_model
+from bot.results import RunResult, read_run, write_run
+from bot.settings import Settings
+
+# `sqlcanary run` in a child process, importing this very sqlcanary (not a `bot/` the checked-out tree holds).
+_BOOT = "import sys; sys.path.insert(0, {root!r}); from bot.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+@dataclass(frozen=True)
+class Tree:
+    """One side of the comparison: a checked-out tree and the paths of the run inside it."""
+
+    label: str  # "base" or "head"
+    root: Path
+    sha: str | None
+    cwd: Path
+    config: Config
+    config_file: Path | None
+    working: bool = False  # the user's own checkout, not a temporary worktree
+
+    def describe(self) -> str:
+        sha = self.sha[:12] if self.sha else "no commit"
+        return f"working tree at {sha}" if self.label == "head" and self.working else sha
+
+
+def inside(path: Path, repo: Path, root: Path) -> Path:
+    """`path` (as seen from the user's checkout) in the tree at `root`; paths outside the repository stay."""
+    try:
+        return root / path.resolve().relative_to(repo)
+    except ValueError:
+        return path.resolve()
+
+
+def _config_file(req: RunRequest, repo: Path, root: Path, cwd: Path) -> Path | None:
+    if req.config:
+        found = inside(Path(req.config), repo, root)
+        if not found.is_file():
+            raise ConfigError("no such config file in this tree", path=str(found))
+        return found
+    suite = inside(Path(req.suite), repo, root) if req.suite else None
+    folders = [suite, cwd] if suite and suite.is_dir() else [cwd]
+    return next((f / n for f in folders for n in CONFIG_NAMES if (f / n).is_file()), None)
+
+
+def open_tree(req: RunRequest, *, label: str, repo: Path, root: Path, sha: str | None, working: bool = False) -> Tree:
+    cwd = inside(Path.cwd(), repo, root)
+    if not cwd.is_dir():
+        raise ConfigError(f"the current folder does not exist in the {label} commit", path=str(cwd))
+    config_file = _config_file(req, repo, root, cwd)
+    config = load_config(config_file) if config_file else Config(base_dir=str(cwd))
+    return Tree(label=label, root=root, sha=sha, cwd=cwd, config=config, config_file=config_file, working=working)
+
+
+def _from_cwd(path: Path, tree: Tree) -> str:
+    """A path as the run in `tree` should see it: relative to its folder when inside the tree."""
+    return os.path.relpath(path, tree.cwd) if path.is_relative_to(tree.root) else str(path)
+
+
+def tree_request(req: RunRequest, tree: Tree, repo: Path, *, relative: bool) -> RunRequest:
+    """The user's request with the suite and config moved into `tree` (relative to its folder, or absolute)."""
+    suite = inside(Path(req.suite), repo, tree.root) if req.suite else None
+    if suite is None and tree.config.suite:
+        suite = tree.config.path(tree.config.suite).resolve()
+    where = (_from_cwd(suite, tree) if relative else str(suite)) if suite else None
+    config = (_from_cwd(tree.config_file, tree) if relative else str(tree.config_file)) if tree.config_file else None
+    return replace(req, suite=where, config=config, shard=None)
+
+
+def child_environment(settings: Settings, tree: Tree, server: Server) -> dict[str, str]:
+    """What the tree's `sqlcanary run` (and so the tree's agent) may see: the allow-list, the variables the
+    tree's config names, sqlcanary's own settings, and the database to use."""
+    config = tree.config
+    names = list(config.agent.env) if config.agent else []
+    spec = config.agent.spec if config.agent else ""
+    if spec.partition(":")[0].strip() == "llm":
+        names.append(config.llm.api_key_env)  # the built-in agent asks the model with this key
+    env = agent_environment(settings.environ, allow=tuple(names))
+    env.update({k: v for k, v in settings.environ.items() if k.startswith("SQLCANARY_")})
+    env["DATABASE_URL"] = server.admin_dsn
+    return env
+
+
+def evaluate_tree(req: RunRequest, tree: Tree, repo: Path, server: Server, out: Path, settings: Settings) -> RunResult:
+    """`sqlcanary run` in the tree, in a child process; its RunResult is written to `out`."""
+    code = _BOOT.format(root=str(Path(bot.__file__).resolve().parents[1]))
+    child = replace(tree_request(req, tree, repo, relative=True), out=str(out))
+    argv = [sys.executable, "-c", code, *child.run_argv()]
+    out.unlink(missing_ok=True)  # never mistake an earlier check's file for this run's
+    proc = subprocess.Popen(argv, cwd=tree.cwd, env=child_environment(settings, tree, server),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)  # fmt: skip
+    try:
+        rc = proc.wait()
+    except BaseException:
+        _stop(proc)
+        raise
+    if rc == EXIT_INTERRUPTED:
+        raise KeyboardInterrupt
+    if rc not in (0, EXIT_BUG) or not out.is_file():
+        raise ConfigError(f"evaluating the {tree.label} ({tree.describe()}) failed with exit code {rc}; "
+                          "the error is printed above")  # fmt: skip
+    # The child never held this process's secrets (its environment is allow-listed), but its agent may have
+    # printed one it found: mask them in the run before anything keeps or shows it.
+    run = read_run(out)
+    if settings.secrets:
+        run = redact_model(run, settings.secrets)
+        write_run(out, run)
+    return run
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Let the child drop its databases: a Ctrl-C in the terminal reached it too, so give it a moment; then
+    SIGINT (we were stopped some other way); kill it only if it still does not stop."""
+    for signum, grace in ((None, 3), (signal.SIGINT, 15)):
+        if signum is not None:
+            proc.send_signal(signum)
+        try:
+            proc.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+    proc.kill()
+    proc.wait()
+
+
+def missing_baseline(head: Tree, suite: str | None, base_root: Path) -> str | None:
+    """Why the base commit cannot be evaluated the way the head is, when it simply predates sqlcanary (the first
+    pull request that adds the suite or the config): then there is no baseline, and the head is judged alone."""
+    for what, path in (("config", head.config_file), ("suite", Path(suite) if suite else None)):
+        if path is None:
+            continue
+        try:
+            rel = path.resolve().relative_to(head.root.resolve())
+        except ValueError:  # outside the repository: the same file for both sides
+            continue
+        if not (base_root / rel).exists():
+            return f"the base commit has no {what} `{rel.as_posix()}`"
+    return None

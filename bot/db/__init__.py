@@ -1,0 +1,1 @@
+"""Provisioning PostgreSQL, template databases per fixture and isolated execution of one case."""

@@ -1,0 +1,1 @@
+"""Reports (Jinja): the sticky comment, the job summary, HTML, JUnit, JSON, and the console output."""
