@@ -22,6 +22,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("merge", "merge", "join the RunResults of `run --shard I/N` jobs into one"),
     ("report", "report", "render a run, or the change from a base run: md, summary, html, junit, json"),
     ("repair", "repair", "ask an LLM for KB edits that fix failing cases; keep the proven ones"),
+    ("action", "action", "run as the GitHub Action (reads INPUT_* and GITHUB_*; see action.yml)"),
 )
 
 

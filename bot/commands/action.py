@@ -1,0 +1,189 @@
+"""`sqlcanary action`: the GitHub Action's entry point (action.yml runs the image; its ENTRYPOINT is this).
+
+`main()` alone reads the environment (the inputs, the runner's variables, the event payload) and builds the real
+GitHub client; `action(...)` does the work and is what the tests call with a fake GitHub.
+
+- pull_request (mode `check`): the base commit (the event's, fetched when the checkout lacks it) against the
+  checkout; one sticky comment, one check run with annotations, the job summary, outputs; exit code from the gate.
+- push (mode `baseline`): the suite at that commit, cached under the cache dir by everything that decides it, so
+  a later pull request whose base is that commit makes no agent call for its base.
+- workflow_dispatch (mode `sweep`): the suite (or one shard of it), the summary and the outputs.
+- fork and Dependabot pull requests: evaluate only. No write request, no secret-backed LLM call; the comment and
+  the check run are written to files for a `workflow_run` job to post.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, TextIO
+
+from bot.commands.action_publish import Publisher, outputs_of_check, outputs_of_run, write_untrusted_payload
+from bot.commands.check import CheckResult, run_baseline, run_check
+from bot.commands.request import CheckRequest, RunRequest
+from bot.commands.run import run_command
+from bot.errors import EXIT_OK, ConfigError, SqlcanaryError
+from bot.github.event import EventContext, load_event
+from bot.github.gitfetch import ensure_commit
+from bot.github.inputs import ActionInputs, Mode, RunnerContext, read_inputs
+from bot.github.workflow import add_mask, error, notice
+from bot.results import read_run
+from bot.settings import Settings
+
+RESULTS_DIR = "sqlcanary-results"
+_DEFAULT_MODE: dict[str, Mode] = {"pull_request": "check", "push": "baseline", "workflow_dispatch": "sweep"}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = "Run as a GitHub Action: reads INPUT_* and GITHUB_* from the environment (see action.yml)."
+
+
+@dataclass(frozen=True)
+class ActionContext:
+    """Everything `action` needs besides the GitHub client: the inputs, the runner's variables, the event."""
+
+    inputs: ActionInputs
+    runner: RunnerContext
+    event: EventContext
+    mode: Mode
+
+    @property
+    def trusted(self) -> bool:
+        return not self.event.untrusted
+
+    @property
+    def key(self) -> str:
+        """The sticky comment's and check run's identity: one per workflow, job, suite and shard."""
+        parts = [self.runner.workflow, self.runner.job, self.inputs.suite or self.inputs.config or "", self.inputs.shard]
+        return "/".join(p for p in parts if p)
+
+
+def main(args: argparse.Namespace, settings: Settings) -> int:  # noqa: ARG001
+    env = settings.environ
+    for secret in settings.secrets:  # before anything else is printed (::add-mask:: hides what comes after it)
+        for line in add_mask(secret):
+            print(line)
+    try:
+        inputs = read_inputs(env)
+        runner = RunnerContext.from_environ(env)
+        event = load_event(runner.event_name, runner.event_path, sha=runner.sha)
+        ctx = ActionContext(inputs=inputs, runner=runner, event=event, mode=inputs.mode or _mode(event))
+
+        def make_github(token: str):
+            from bot.github.client import make_github as make
+
+            return make(token, api_url=runner.api_url)
+
+        return action(ctx, settings, make_github=make_github)
+    except SqlcanaryError as exc:
+        print(error(str(exc), title="sqlcanary"))
+        raise
+
+
+def _mode(event: EventContext) -> Mode:
+    return _DEFAULT_MODE[event.event_name]
+
+
+def action_settings(settings: Settings, ctx: ActionContext, workdir: Path) -> Settings:
+    """The action's settings: caches inside the workspace (for actions/cache), the inputs' LLM endpoint, and an
+    environment for the evaluation that holds the LLM key only on a trusted event, and never the inputs."""
+    inputs = ctx.inputs
+    env = {k: v for k, v in settings.environ.items() if not k.startswith("INPUT_")}
+    if inputs.openai_base_url:
+        env["SQLCANARY_LLM_BASE_URL"] = inputs.openai_base_url
+    if inputs.model:
+        env["SQLCANARY_LLM_MODEL"] = inputs.model
+    if ctx.trusted and inputs.openai_api_key:
+        env["OPENAI_API_KEY"] = inputs.openai_api_key
+    if not ctx.trusted:  # no secret-backed call: drop every secret the workflow put in the environment
+        env = {k: v for k, v in env.items() if v not in settings.secrets}
+    cache = Path(inputs.cache_dir)
+    cache_dir = (cache if cache.is_absolute() else workdir / cache).resolve()
+    env["SQLCANARY_CACHE_DIR"] = str(cache_dir)
+    return replace(settings, cache_dir=cache_dir, environ=MappingProxyType(env),
+                   database_url=inputs.database_url or settings.database_url, llm_base_url=inputs.openai_base_url
+                   or settings.llm_base_url, llm_model=inputs.model or settings.llm_model)  # fmt: skip
+
+
+def _workdir(ctx: ActionContext) -> Path:
+    workdir = (ctx.runner.workspace / ctx.inputs.working_directory).resolve()
+    if not workdir.is_relative_to(ctx.runner.workspace) or not workdir.is_dir():
+        raise ConfigError(f"input `working-directory`: {ctx.inputs.working_directory!r} is not a folder inside "
+                          "the workspace")  # fmt: skip
+    return workdir
+
+
+def _run_request(ctx: ActionContext, out: str | None) -> RunRequest:
+    i = ctx.inputs
+    return RunRequest(suite=i.suite, config=i.config, repeat=i.repeat, dsn=i.database_url, out=out, quiet=True)
+
+
+def action(ctx: ActionContext, settings: Settings, *, make_github: Any, stream: TextIO | None = None) -> int:
+    """Do what the event asks; return the exit code (the gate's, unless `fail-on-regression` is false)."""
+    stream = stream or sys.stdout
+    workdir = _workdir(ctx)
+    os.chdir(workdir)
+    run_settings = action_settings(settings, ctx, workdir)
+    out_dir = workdir / RESULTS_DIR
+    if ctx.mode == "repair":
+        raise ConfigError("input `mode`: `repair` is not available yet; use `sqlcanary repair` on a machine")
+    if not ctx.trusted:
+        print(notice(f"{_untrusted_why(ctx.event)}: sqlcanary evaluates only (no comment, no check run, no LLM "
+                     "key); the results and the comment are in the artifacts for a workflow_run job to post"),
+              file=stream)  # fmt: skip
+    publisher = Publisher(ctx=ctx, settings=run_settings, make_github=make_github if ctx.trusted else None,
+                          workdir=workdir, out_dir=out_dir, stream=stream)  # fmt: skip
+    if ctx.mode == "check":
+        return _check(ctx, run_settings, publisher, workdir, out_dir, stream)
+    if ctx.mode == "baseline":
+        return _baseline(ctx, run_settings, publisher, out_dir, stream)
+    return _sweep(ctx, run_settings, publisher, out_dir)
+
+
+def _untrusted_why(event: EventContext) -> str:
+    return "a Dependabot pull request" if event.is_dependabot else "a pull request from a fork"
+
+
+def _check(ctx: ActionContext, settings: Settings, publisher: Publisher, workdir: Path, out_dir: Path,
+           stream: TextIO) -> int:  # fmt: skip
+    base_sha = ctx.event.base_sha
+    if ctx.event.event_name != "pull_request" or not base_sha:
+        raise ConfigError("input `mode`: `check` needs a pull_request event (it compares the base commit)")
+    ensure_commit(workdir, base_sha, token=ctx.inputs.github_token if ctx.trusted else None)
+    req = CheckRequest(run=_run_request(ctx, None), base=base_sha, out_dir=str(out_dir))
+
+    def say(text: str) -> None:
+        print(f"sqlcanary: {text}", file=stream)
+
+    result: CheckResult = run_check(req, settings, say=say)
+    enforce = ctx.inputs.fail_on_regression
+    publication = publisher.publish_check(result, enforce=enforce)
+    if not ctx.trusted:
+        write_untrusted_payload(out_dir, ctx, publication)
+    publisher.write_outputs(outputs_of_check(result, out_dir))
+    code = result.exit_code
+    return EXIT_OK if not enforce and result.comparison.verdict == "regressions" else code
+
+
+def _baseline(ctx: ActionContext, settings: Settings, publisher: Publisher, out_dir: Path, stream: TextIO) -> int:
+    req = CheckRequest(run=_run_request(ctx, None), out_dir=str(out_dir))
+    run, reused = run_baseline(req, settings, out=out_dir / "baseline.json")
+    what = "already cached" if reused else "evaluated and cached"
+    print(f"sqlcanary: baseline at {(run.meta.git_sha or '')[:12]} {what}", file=stream)
+    publisher.publish_run(run, title="baseline")
+    publisher.write_outputs(outputs_of_run(run, out_dir / "baseline.json"))
+    return EXIT_OK
+
+
+def _sweep(ctx: ActionContext, settings: Settings, publisher: Publisher, out_dir: Path) -> int:
+    out = out_dir / "run.json"
+    req = replace(_run_request(ctx, str(out)), shard=ctx.inputs.shard)
+    code = run_command(req, settings)
+    run = read_run(out)
+    publisher.publish_run(run, title="sweep" + (f" (shard {ctx.inputs.shard})" if ctx.inputs.shard else ""))
+    publisher.write_outputs(outputs_of_run(run, out))
+    return code

@@ -1,0 +1,228 @@
+"""What the action shows: the sticky comment, the check run with annotations, the job summary, the HTML report
+and the step outputs. Text is rendered once, with every secret masked; a fork's run writes it to files instead of
+sending it (a `workflow_run` job with a write token posts it, treating the files as untrusted data)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from bot.commands.check import CheckResult
+from bot.compare import Comparison
+from bot.github.checks import Annotation, publish_check_run
+from bot.github.client import get_repository, resolve_login
+from bot.github.comment import upsert_sticky_comment
+from bot.github.workflow import append_summary, notice, warning, write_outputs
+from bot.report.marker import comment_marker, marker_key
+from bot.report.render import render
+from bot.results import RunResult, write_json_atomic
+from bot.secrets import scrub
+from bot.settings import Settings
+
+if TYPE_CHECKING:
+    from bot.commands.action import ActionContext
+
+MAX_KB_ANNOTATIONS = 200  # KB spans annotated per run (each regressed case's spans; the rest are in the report)
+PAYLOAD_FILE = "github-payload.json"
+
+
+@dataclass(frozen=True)
+class CheckPayload:
+    """The check run as it was (or, for a fork, would be) sent."""
+
+    name: str
+    head_sha: str
+    conclusion: str
+    title: str
+    summary: str
+    annotations: tuple[Annotation, ...]
+    comment: str
+    comment_marker: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "head_sha": self.head_sha, "conclusion": self.conclusion, "title": self.title,
+                "summary": self.summary, "annotations": [a.to_api() for a in self.annotations],
+                "comment_marker": self.comment_marker}  # fmt: skip
+
+
+def _pct(rate: float | None) -> str:
+    return "n/a" if rate is None else f"{rate:.1%}"
+
+
+def check_title(comparison: Comparison) -> str:
+    o = comparison.overall
+    rates = f"{_pct(o.base_rate)} → {_pct(o.head_rate)}" if comparison.baseline != "none" else _pct(o.head_rate)
+    if comparison.verdict == "incomparable":
+        return f"runs cannot be compared: {comparison.reasons[0] if comparison.reasons else ''}"[:200]
+    regressed, fixed = len(comparison.judged_as("regressed")), len(comparison.judged_as("fixed"))
+    head = "no regressions" if comparison.verdict == "pass" else "gate failed"
+    counts = f"{regressed} regressed, {fixed} fixed" if comparison.baseline != "none" else "no baseline: head only"
+    return f"{head}: {counts} · pass rate {rates}"
+
+
+def repo_files(repo: Path) -> set[str]:
+    out = subprocess.run(["git", "ls-files", "-z"], cwd=repo, capture_output=True, text=True, timeout=60)
+    return {p for p in out.stdout.split("\0") if p} if out.returncode == 0 else set()
+
+
+def _repo_path(path: str, *, bases: tuple[Path, ...], repo: Path, files: set[str]) -> str | None:
+    """`path` (relative to one of `bases`) as a path of the repository, when the repository has that file."""
+    for base in bases:
+        try:
+            rel = (base / path).resolve().relative_to(repo).as_posix()
+        except ValueError:
+            continue
+        if rel in files:
+            return rel
+    return None
+
+
+def _span(text: str) -> tuple[str, int, int] | None:
+    """`kb/metrics/gmv.yaml:3-12` → (path, 3, 12); `file.sql:7` → (path, 7, 7)."""
+    path, _, lines = text.rpartition(":")
+    first, _, last = lines.partition("-")
+    if not path or not first.isdigit() or (last and not last.isdigit()):
+        return None
+    return path, int(first), int(last or first)
+
+
+def build_annotations(result: CheckResult, *, workdir: Path, repo: Path, files: set[str]) -> list[Annotation]:
+    """A failure on the case-file line of each regressed case, and a warning on the KB lines its answer used."""
+    suite = Path(result.head.meta.suite_path or workdir)
+    bases = (suite if suite.is_dir() else suite.parent, workdir)
+    regressed = result.comparison.judged_as("regressed")
+    notes: list[Annotation] = []
+    spans: dict[tuple[str, int, int], list[str]] = {}
+    used = {c.id: c.prediction.used for c in result.head.cases}
+    for change in regressed:
+        if change.source and (where := _span(change.source)):
+            path = _repo_path(where[0], bases=(repo, workdir), repo=repo, files=files)
+            if path:
+                notes.append(Annotation(path=path, start_line=where[1], end_line=where[1], level="failure",
+                                        title=f"regressed: {change.id}",
+                                        message=f"{change.question}\n{change.reason}".strip()))  # fmt: skip
+        for item in used.get(change.id, ()):
+            if (span := _span(item)) and (path := _repo_path(span[0], bases=bases, repo=repo, files=files)):
+                spans.setdefault((path, span[1], span[2]), []).append(change.id)
+    for (path, first, last), ids in list(spans.items())[:MAX_KB_ANNOTATIONS]:
+        notes.append(Annotation(path=path, start_line=first, end_line=last, level="warning",
+                                title=f"used by {len(ids)} regressed case(s)",
+                                message="Regressed cases whose answer used these lines: " + ", ".join(ids)))  # fmt: skip
+    return notes
+
+
+@dataclass
+class Publisher:
+    ctx: ActionContext
+    settings: Settings
+    make_github: Callable[[str], Any] | None  # None: an untrusted event, nothing is sent
+    workdir: Path
+    out_dir: Path
+    stream: TextIO
+
+    @property
+    def key(self) -> str:
+        return marker_key(self.ctx.key) if self.ctx.key else ""
+
+    @property
+    def check_name(self) -> str:
+        return f"sqlcanary ({self.ctx.key})" if self.ctx.key else "sqlcanary"
+
+    def _render(self, fmt: str, subject: Any, **kw: Any) -> str:
+        return render(fmt, subject, details_url=self.ctx.runner.run_url, secrets=self.settings.secrets, **kw)
+
+    def _reports(self, subject: Comparison | RunResult, head: RunResult, base: RunResult | None) -> str:
+        """The summary (appended to the step's) and report.html; returns the comment's Markdown."""
+        comment = self._render("md", subject, head=head, base=base, marker_key=self.key)
+        write_json_atomic(self.out_dir / "comment.md", comment)
+        write_json_atomic(self.out_dir / "report.html", self._render("html", subject, head=head, base=base))
+        if self.ctx.runner.step_summary:
+            append_summary(self.ctx.runner.step_summary, self._render("summary", subject, head=head, base=base))
+        return comment
+
+    def publish_run(self, run: RunResult, *, title: str) -> None:
+        self._reports(run, run, None)
+        print(f"sqlcanary: {title}: {run.summary.passed}/{run.summary.total} passed", file=self.stream)
+
+    def publish_check(self, result: CheckResult, *, enforce: bool) -> CheckPayload:
+        from bot.gate import check_conclusion
+
+        comparison = result.comparison
+        comment = self._reports(comparison, result.head, result.base)
+        repo = Path(subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=self.workdir, capture_output=True,
+                                   text=True).stdout.strip() or self.workdir).resolve()  # fmt: skip
+        files = repo_files(repo)
+        payload = CheckPayload(
+            name=self.check_name, head_sha=self.ctx.event.head_sha or result.head_sha or "",
+            conclusion=check_conclusion(comparison.verdict, enforce=enforce),
+            title=scrub(check_title(comparison), self.settings.secrets),
+            summary=comment.replace(comment_marker(self.key), "", 1).strip(),
+            annotations=tuple(build_annotations(result, workdir=self.workdir, repo=repo, files=files)),
+            comment=comment, comment_marker=comment_marker(self.key),
+        )  # fmt: skip
+        if self.make_github is not None:
+            self._send(payload, files, self.make_github)
+        return payload
+
+    def _send(self, payload: CheckPayload, files: set[str], make_github: Callable[[str], Any]) -> None:
+        inputs, event = self.ctx.inputs, self.ctx.event
+        if not inputs.github_token:
+            print(warning("no github-token: the comment and the check run are in the artifacts only"), file=self.stream)
+            return
+        github = make_github(inputs.github_token)
+        repo = get_repository(github, self.ctx.runner.repository)
+        if inputs.comment == "sticky" and event.pr_number:
+            login = resolve_login(github)
+            done = upsert_sticky_comment(repo, event.pr_number, payload.comment, marker=payload.comment_marker,
+                                         author_login=login)  # fmt: skip
+            print(f"sqlcanary: comment {done.action}: {done.url}", file=self.stream)
+        if inputs.check_run and payload.head_sha:
+            published = publish_check_run(
+                repo, name=payload.name, head_sha=payload.head_sha, conclusion=payload.conclusion,  # type: ignore[arg-type]
+                title=payload.title, summary=payload.summary, annotations=payload.annotations, repo_paths=files,
+                details_url=self.ctx.runner.run_url,
+            )  # fmt: skip
+            if published.via != "check_run":
+                print(notice(f"check run not published: {published.detail}"), file=self.stream)
+            print(f"sqlcanary: {published.via} published ({published.annotations_sent} annotation(s))",
+                  file=self.stream)  # fmt: skip
+
+    def write_outputs(self, outputs: dict[str, str]) -> None:
+        if self.ctx.runner.output:
+            write_outputs(self.ctx.runner.output, outputs)
+
+
+def _rate(rate: float | None) -> str:
+    return "" if rate is None else f"{rate:.4f}"
+
+
+def outputs_of_check(result: CheckResult, out_dir: Path) -> dict[str, str]:
+    c = result.comparison
+    return {
+        "verdict": c.verdict, "regressions": str(len(c.judged_as("regressed"))), "fixes": str(len(c.judged_as("fixed"))),
+        "pass-rate-head": _rate(c.overall.head_rate), "pass-rate-base": _rate(c.overall.base_rate),
+        "report-path": str(out_dir / "report.html"), "comment-path": str(out_dir / "comment.md"),
+        "results-path": str(out_dir / "head.json"), "repair-pr-number": "",
+    }  # fmt: skip
+
+
+def outputs_of_run(run: RunResult, path: Path) -> dict[str, str]:
+    return {
+        "verdict": "pass", "regressions": "0", "fixes": "0", "pass-rate-head": _rate(run.summary.pass_rate),
+        "pass-rate-base": "", "report-path": str(path.parent / "report.html"),
+        "comment-path": str(path.parent / "comment.md"), "results-path": str(path), "repair-pr-number": "",
+    }  # fmt: skip
+
+
+def write_untrusted_payload(out_dir: Path, ctx: ActionContext, payload: CheckPayload) -> Path:
+    """For the `workflow_run` job that posts a fork's results: the PR, the head, the check run; the comment is
+    comment.md beside it."""
+    data = {"pr_number": ctx.event.pr_number, "head_repository": ctx.event.head_repository,
+            "head_ref": ctx.event.head_ref, "check_run": payload.to_json()}  # fmt: skip
+    path = out_dir / PAYLOAD_FILE
+    write_json_atomic(path, json.dumps(data, indent=2) + "\n")
+    return path
