@@ -4,7 +4,10 @@
 - a cold build (`--no-cache`) against a rebuild after a change to one file in bot/ (only the last layers);
 - `sqlcanary run benchmarks/shop` in a fresh container (the image's pre-initialised data directory), with an
   empty cache dir mounted (initdb at start), and with that cache dir mounted again (warm: templates and answers
-  kept), against the same command on the host.
+  kept), against the same command on the host;
+- the pull-request check as the runner runs it (the image's entry point, `sqlcanary action`, on a pull_request
+  event: the shop example with a planted regression, base and head) cold and with its cache dir restored,
+  against `sqlcanary check` on the host, cold and warm (the issue's aim: at most 15 s cold and 6 s warm).
 
 Needs what `.ci/docker-setup` prepares (engine, debian:trixie-slim, wheelhouse). Usage:
     python benchmarks/perf/action_image.py [--skip-cold-build]
@@ -13,6 +16,7 @@ Needs what `.ci/docker-setup` prepares (engine, debian:trixie-slim, wheelhouse).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -50,11 +54,13 @@ def build_context(root: Path) -> Path:
     return ctx
 
 
-def timed(cmd: list[str], **kwargs: object) -> tuple[float, subprocess.CompletedProcess[str]]:
+def timed(
+    cmd: list[str], *, ok: tuple[int, ...] = (0,), **kwargs: object
+) -> tuple[float, subprocess.CompletedProcess[str]]:
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, **kwargs)  # type: ignore[call-overload]
     elapsed = time.perf_counter() - start
-    if proc.returncode != 0:
+    if proc.returncode not in ok:
         sys.exit(f"failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
     return elapsed, proc
 
@@ -83,6 +89,72 @@ def host_run(cache: Path | None, out: Path) -> float:
         env["SQLCANARY_CACHE_DIR"] = str(cache)
     exe = shutil.which("sqlcanary") or sys.exit("sqlcanary is not installed on the host")
     return timed([exe, "run", str(REPO / "benchmarks" / "shop"), "--out", str(out)], env=env, cwd=REPO)[0]
+
+
+def git(repo: Path, *args: str) -> str:
+    out = subprocess.run(["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid", *args],
+                         cwd=repo, capture_output=True, text=True, check=True)  # fmt: skip
+    return out.stdout.strip()
+
+
+def pr_repo(root: Path) -> tuple[Path, Path]:
+    """A repository holding the shop example: `main`, and `regress` checked out with `wrong_synonym` planted;
+    and the pull_request event of regress into main."""
+    repo = root / "repo"
+    shutil.copytree(REPO / "benchmarks" / "shop", repo / "benchmarks" / "shop",
+                    ignore=shutil.ignore_patterns("__pycache__", "sqlcanary-results"))  # fmt: skip
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "shop")
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "-b", "regress")
+    subprocess.run([sys.executable, str(REPO / "benchmarks/shop/regressions/apply.py"), "wrong_synonym", "--kb",
+                    str(repo / "benchmarks/shop/kb")], check=True, capture_output=True)  # fmt: skip
+    git(repo, "commit", "-qam", "plant wrong_synonym")
+    head = git(repo, "rev-parse", "HEAD")
+    side = {"full_name": "acme/agent", "default_branch": "main", "name": "agent", "owner": {"login": "acme"}}
+    event = root / "event.json"
+    event.write_text(json.dumps({"number": 1, "repository": side, "pull_request": {
+        "number": 1, "user": {"login": "alice"}, "head": {"ref": "regress", "sha": head, "repo": side},
+        "base": {"ref": "main", "sha": base, "repo": side}}}))  # fmt: skip
+    return repo, event
+
+
+def container_check(image: str, repo: Path, event: Path) -> float:
+    """The image's entry point on a pull_request event, as the runner starts it (workspace mounted, cwd there)."""
+    env = {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": "/github/workflow/event.json",
+           "GITHUB_WORKSPACE": "/github/workspace", "GITHUB_REPOSITORY": "acme/agent", "CI": "true",
+           "INPUT_SUITE": "benchmarks/shop", "INPUT_COMMENT": "off", "INPUT_CHECK-RUN": "false",
+           "INPUT_CACHE-DIR": ".sqlcanary/cache"}  # fmt: skip
+    cmd = ["docker", "run", "--rm", "--network", "host", "-v", f"{repo}:/github/workspace",
+           "-v", f"{event}:/github/workflow/event.json:ro", "--workdir", "/github/workspace",
+           *[a for k, v in env.items() for a in ("-e", f"{k}={v}")], image]  # fmt: skip
+    return timed(cmd, ok=(1,))[0]  # exit 1: the planted regression fails the gate
+
+
+def host_check(repo: Path, cache: Path) -> float:
+    exe = shutil.which("sqlcanary") or sys.exit("sqlcanary is not installed on the host")
+    env = {**os.environ, "SQLCANARY_CACHE_DIR": str(cache)}
+    return timed([exe, "check", "benchmarks/shop", "--base", "main", "--out", str(cache / "out"), "-q"], ok=(1,),
+                 env=env, cwd=repo)[0]  # fmt: skip
+
+
+def check_figures(tag: str, root: Path) -> None:
+    repo, event = pr_repo(root)
+    c_cold = container_check(tag, repo, event)
+    c_warm = container_check(tag, repo, event)
+    shutil.rmtree(repo / ".sqlcanary", ignore_errors=True)
+    subprocess.run(["docker", "run", "--rm", "-v", f"{repo}:/w", "--entrypoint", "rm", tag, "-rf",
+                    "/w/sqlcanary-results", "/w/.sqlcanary"], capture_output=True, check=False)  # fmt: skip
+    h_cold = host_check(repo, root / "check-cache")
+    h_warm = host_check(repo, root / "check-cache")
+    print("the pull-request check (shop, wrong_synonym planted; wall time, container start included):")
+    print(f"  container (the action), cold         {c_cold:6.1f} s   (aim <= 15 s; {c_cold / h_cold:.2f}x host cold)")
+    print(f"  container (the action), cache kept   {c_warm:6.1f} s   (aim <= 6 s; {c_warm / h_warm:.2f}x host warm)")
+    print(f"  host `sqlcanary check`, cold         {h_cold:6.1f} s")
+    print(f"  host `sqlcanary check`, warm         {h_warm:6.1f} s")
+    for pgdata in (root / "check-cache").glob("pg*"):
+        stop_server(pgdata)
 
 
 def main() -> None:
@@ -123,6 +195,7 @@ def main() -> None:
         print(f"  host, warm cache dir          {h_warm:6.1f} s")
         for pgdata in (root / "host-cache").glob("pg*"):
             stop_server(pgdata)  # the host run left its embedded server running (containers took theirs along)
+        check_figures(tag, root)
         subprocess.run(["docker", "rmi", tag], capture_output=True, check=False)
 
 

@@ -55,6 +55,20 @@ def test_a_change_to_a_file_the_agent_reads_fails_the_check_with_a_fresh_cache(r
     assert (again.meta.agent_calls, again.meta.cache_hits) == (0, 3)
 
 
+def test_a_branch_that_deletes_the_case_it_broke_still_fails(repo, pg_dsn, tmp_path):
+    branch_breaking_the_data_file(repo)
+    cases = repo / "evals/suite/cases/all.yml"
+    text = cases.read_text()
+    start = text.index("- id: names")
+    cases.write_text(text[:start] + text[text.index("- id: cities"):])
+    git(repo, "commit", "-qam", "delete the case the change broke")
+    assert check(pg_dsn, tmp_path / "out") == 1
+    comparison = Comparison.model_validate_json((tmp_path / "out/comparison.json").read_text())
+    assert [c.id for c in comparison.of("removed")] == ["names"] and comparison.of("regressed") == []
+    assert any("removed" in r and "names" in r for r in comparison.reasons)
+    assert check(pg_dsn, tmp_path / "allowed", "--allow-removed") == 0  # said out loud, it passes
+
+
 def test_narrowed_inputs_that_miss_the_file_replay_the_base_answers(repo, pg_dsn, tmp_path):
     """The risk the README spells out for `agent.inputs`: a file outside the globs can change unseen."""
     (repo / "evals/agent/sqlcanary.yml").write_text(config(["agent.py"]))
