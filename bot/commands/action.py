@@ -66,7 +66,7 @@ def main(args: argparse.Namespace, settings: Settings) -> int:  # noqa: ARG001
     env = settings.environ
     for secret in settings.secrets:  # before anything else is printed (::add-mask:: hides what comes after it)
         for line in add_mask(secret):
-            print(line)
+            print(line, flush=True)
     try:
         inputs = read_inputs(env)
         runner = RunnerContext.from_environ(env)

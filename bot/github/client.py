@@ -5,6 +5,7 @@ functions work the same against api.github.com, a GitHub Enterprise Server and t
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from github import Auth, Github, GithubException, GithubRetry, RateLimitExceededException
@@ -12,6 +13,10 @@ from github.GithubException import RateLimitExceededExceedsMaxWait
 from github.Repository import Repository
 
 from bot.github.errors import API_ERRORS, GitHubApiError, api_error
+
+# PyGithub logs every retried request at INFO to stderr, the expected 403 of GET /user for a GITHUB_TOKEN included;
+# the action reports what matters itself.
+logging.getLogger("github").setLevel(logging.WARNING)
 
 DEFAULT_API_URL = "https://api.github.com"
 # The login GITHUB_TOKEN writes as; GET /user answers 403 to that token, so it cannot be asked.

@@ -16,6 +16,8 @@ What act does differently from a runner, and what the test does about it:
   the summary is read there.
 - act builds a `uses: ./` action without network and without .dockerignore, and leaves out git-ignored files, so
   the wheelhouse the image was built from is put in the working directory, untracked and not ignored.
+- act keeps a failed job's containers unless given `--rm`, and names them after the workflow and the job only,
+  so the workflow's name is made unique per session.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +39,13 @@ from tests.support.git_http import GitHttpServer
 from tests.support.github_fixtures import ACTIONS_TOKEN, REPO, TOKENS
 from tests.support.tinyrepo import CONFIG, GOOD, commit_answers, git, make_tiny_repo
 
-from .conftest import BASE_IMAGE
+from .conftest import BASE_IMAGE, docker
 from .conftest import REPO as SOURCE
 
 pytestmark = pytest.mark.docker
 
-WORKFLOW = f"""\
-name: sqlcanary
+WORKFLOW = """\
+name: {name}
 on: pull_request
 permissions:
   contents: read
@@ -57,7 +61,7 @@ jobs:
       - id: canary
         uses: ./
         with:
-          config: {CONFIG}
+          config: {config}
       - name: read the outputs
         if: always()
         env:
@@ -66,8 +70,19 @@ jobs:
           PASS_RATE_HEAD: ${{{{ steps.canary.outputs.pass-rate-head }}}}
         run: echo "later step read verdict=$VERDICT regressions=$REGRESSIONS pass-rate-head=$PASS_RATE_HEAD"
 """
-ACTION_FILES = ("action.yml", "Dockerfile", ".dockerignore", "pyproject.toml", "README.md", "bot", "templates")
+ACTION_FILES = (
+    "action.yml",
+    "Dockerfile",
+    ".dockerignore",
+    "pyproject.toml",
+    "README.md",
+    "bot",
+    "templates",
+)
 CASE_FILE = "evals/suite/cases/all.yml"
+# act names the job's containers and volumes after the workflow and the job only: a name of its own keeps two
+# sessions on one Docker engine from removing each other's containers.
+WORKFLOW_NAME = f"sqlcanary-{secrets.token_hex(4)}"
 
 
 def _copy_action(dest: Path) -> None:
@@ -82,44 +97,67 @@ def _copy_action(dest: Path) -> None:
 def _link_tree(src: Path, dest: Path) -> None:
     """Hard links where the file system allows them (the wheelhouse is 30+ MB), copies elsewhere."""
 
-    def link(a: str, b: str) -> object:
+    def link(a: str, b: str) -> None:
         try:
-            return os.link(a, b)
+            os.link(a, b)
         except OSError:
-            return shutil.copy2(a, b)
+            shutil.copy2(a, b)
 
     shutil.copytree(src, dest, copy_function=link)
 
 
-@pytest.fixture
-def pull_request(tmp_path: Path, wheelhouse: Path, act_binary: str):
-    """The fake GitHub and the git server, the repository with a base and a head commit, the event, and the
-    working directory act runs in (a depth-1 clone of the head)."""
-    src = tmp_path / "src"
+def _repository(root: Path) -> tuple[Path, str, str]:
+    """A bare repository `acme/agent` under `root/served`: `main` is the base (the action, the workflow, the suite,
+    the agent, all cases passing), `regress` the head (case `names` broken through the agent's data file)."""
+    src = root / "src"
     src.mkdir()
     _copy_action(src)
     (src / ".github" / "workflows").mkdir(parents=True)
-    (src / ".github" / "workflows" / "pr.yml").write_text(WORKFLOW)
-    make_tiny_repo(src)  # commits everything above with the suite, the agent and its config: the base
+    (src / ".github" / "workflows" / "pr.yml").write_text(WORKFLOW.format(name=WORKFLOW_NAME, config=CONFIG))
+    make_tiny_repo(src)  # commits everything above with the suite, the agent and its config
     base_sha = git(src, "rev-parse", "HEAD")
     head_sha = commit_answers(src, GOOD | {"names": "SELECT city FROM customers"}, "break names")
-    served = tmp_path / "served"
-    bare = served / f"{REPO}.git"
+    bare = root / "served" / f"{REPO}.git"
     bare.parent.mkdir(parents=True)
-    git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(bare))
+    git(root, "init", "-q", "--bare", "--initial-branch=main", str(bare))
     git(src, "push", "-q", str(bare), f"{base_sha}:refs/heads/main", f"{head_sha}:refs/heads/regress")
-    with FakeGitHub(tokens=dict(TOKENS)) as fake, GitHttpServer(served, token=ACTIONS_TOKEN) as git_server:
+    return bare, base_sha, head_sha
+
+
+@pytest.fixture(scope="module")
+def pull_request(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, act_binary: str):
+    """The fake GitHub, the git server, the working directory act runs in (a depth-1 clone of the head whose
+    origin is the git server) and the event; then act run twice on that event."""
+    root = tmp_path_factory.mktemp("act")
+    bare, base_sha, head_sha = _repository(root)
+    with (
+        FakeGitHub(tokens=dict(TOKENS)) as fake,
+        GitHttpServer(bare.parents[1], token=ACTIONS_TOKEN) as git_server,
+    ):
         fake.state.add_repo(REPO, sha=base_sha)
         fake.state.add_pull(fake.base_url, REPO, head="regress", head_sha=head_sha, base_sha=base_sha)
-        workdir = tmp_path / "agent"
-        git(tmp_path, "clone", "-q", "--depth", "1", "--branch", "regress", bare.as_uri(), str(workdir))
+        workdir = root / "agent"
+        git(root, "clone", "-q", "--depth", "1", "--branch", "regress", bare.as_uri(), str(workdir))
         git(workdir, "remote", "set-url", "origin", git_server.url(REPO))
         _link_tree(wheelhouse, workdir / ".wheelhouse")
-        event = tmp_path / "event.json"
+        event = root / "event.json"
         event.write_text(json.dumps(_event(base_sha, head_sha)))
-        yield {"fake": fake, "git": git_server, "workdir": workdir, "event": event, "home": tmp_path / "home",
-               "act": act_binary, "base": base_sha, "head": head_sha}  # fmt: skip
+        had_base = _has_commit(workdir, base_sha)
+        act = Act(
+            act_binary, workdir=workdir, event=event, home=root / "home", fake=fake, git_server=git_server
+        )
+        first = act.run()
+        after_first = {"comments": [dict(c) for c in fake.state.repo(REPO).comments.values()],
+                       "check_runs": [dict(r) for r in fake.state.repo(REPO).check_runs.values()]}  # fmt: skip
+        second = act.run()
+        yield Outcome(fake=fake, git_server=git_server, base_sha=base_sha, head_sha=head_sha, had_base=had_base,
+                      first=first, second=second, after_first=after_first)  # fmt: skip
     assert fake.errors == [], f"the fake GitHub saw requests it does not know: {fake.errors}"
+
+
+def _has_commit(repo: Path, sha: str) -> bool:
+    found = subprocess.run(["git", "cat-file", "-e", f"{sha}^{{commit}}"], cwd=repo, capture_output=True)
+    return found.returncode == 0
 
 
 def _event(base_sha: str, head_sha: str) -> dict[str, Any]:
@@ -135,68 +173,142 @@ def _event(base_sha: str, head_sha: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def run_act(pr: dict[str, Any]) -> tuple[int, list[dict[str, Any]], str]:
-    """act's exit code, its JSON log lines, and the log as text."""
-    fake, git_server = pr["fake"], pr["git"]
-    pr["home"].mkdir(exist_ok=True)
-    result = subprocess.run(
-        [
-            pr["act"], "pull_request", "-e", str(pr["event"]), "-W", ".github/workflows/pr.yml", "--json",
-            "-P", f"ubuntu-latest={BASE_IMAGE}", "--pull=false", "--action-offline-mode", "--network", "host",
-            "--no-cache-server", "--container-daemon-socket", "-",
-            "--github-instance", git_server.host, "--env", f"GITHUB_SERVER_URL=http://{git_server.host}",
-            "--env", f"GITHUB_API_URL={fake.base_url}", "-s", "GITHUB_TOKEN",
-        ],
-        cwd=pr["workdir"], capture_output=True, text=True, timeout=900,
-        # A fresh HOME keeps the user's ~/.actrc (platforms, flags) and act's action cache out of the test; the
-        # token reaches act through its environment, never its command line.
-        env={**os.environ, "HOME": str(pr["home"]), "XDG_CONFIG_HOME": str(pr["home"] / ".config"),
-             "GITHUB_TOKEN": ACTIONS_TOKEN},  # fmt: skip
-    )
-    lines = []
-    for line in result.stdout.splitlines():
-        try:
-            lines.append(json.loads(line))
-        except json.JSONDecodeError:
-            lines.append({"msg": line})
-    return result.returncode, lines, result.stdout + result.stderr
+@dataclass(frozen=True)
+class ActRun:
+    code: int
+    lines: tuple[dict[str, Any], ...]  # act's --json log, one object per line
+    stderr: str
+
+    @property
+    def text(self) -> str:
+        return "\n".join(json.dumps(line) for line in self.lines) + self.stderr
+
+    def said(self, pattern: str) -> re.Match[str] | None:
+        return next((m for line in self.lines if (m := re.search(pattern, str(line.get("msg", ""))))), None)
+
+    def step(self, name: str) -> list[dict[str, Any]]:
+        return [line for line in self.lines if line.get("stage") == "Main" and line.get("step") == name]
 
 
-def _said(lines: list[dict[str, Any]], pattern: str) -> re.Match[str] | None:
-    return next((m for line in lines if (m := re.search(pattern, str(line.get("msg", ""))))), None)
+@dataclass(frozen=True)
+class Act:
+    binary: str
+    workdir: Path
+    event: Path
+    home: Path
+    fake: FakeGitHub
+    git_server: GitHttpServer
+
+    def run(self) -> ActRun:
+        self.home.mkdir(exist_ok=True)
+        result = subprocess.run(
+            [
+                self.binary, "pull_request", "-e", str(self.event), "-W", ".github/workflows/pr.yml", "--json",
+                "-P", f"ubuntu-latest={BASE_IMAGE}", "--pull=false", "--action-offline-mode", "--network", "host",
+                "--no-cache-server", "--container-daemon-socket", "-", "--rm",
+                "--github-instance", self.git_server.host, "--env", f"GITHUB_SERVER_URL=http://{self.git_server.host}",
+                "--env", f"GITHUB_API_URL={self.fake.base_url}", "-s", "GITHUB_TOKEN",
+            ],
+            cwd=self.workdir, capture_output=True, text=True, timeout=900,
+            # A fresh HOME keeps the user's ~/.actrc (platforms, flags) and act's action cache out of the test;
+            # the token reaches act through its environment, never its command line.
+            env={**os.environ, "HOME": str(self.home), "XDG_CONFIG_HOME": str(self.home / ".config"),
+                 "GITHUB_TOKEN": ACTIONS_TOKEN},  # fmt: skip
+        )  # fmt: skip
+        lines = []
+        for line in result.stdout.splitlines():
+            try:
+                lines.append(json.loads(line))
+            except json.JSONDecodeError:
+                lines.append({"msg": line})
+        return ActRun(result.returncode, tuple(lines), result.stderr)
 
 
-def test_a_pull_request_workflow_runs_the_action_in_its_container_and_publishes_once(pull_request) -> None:
-    pr, fake = pull_request, pull_request["fake"]
-    shallow = subprocess.run(["git", "cat-file", "-e", f"{pr['base']}^{{commit}}"], cwd=pr["workdir"])
-    assert shallow.returncode != 0  # the checkout lacks the base commit: the action must fetch it
+@dataclass(frozen=True)
+class Outcome:
+    fake: FakeGitHub
+    git_server: GitHttpServer
+    base_sha: str
+    head_sha: str
+    had_base: bool
+    first: ActRun
+    second: ActRun
+    after_first: dict[str, Any]
 
-    code, lines, log = run_act(pr)
-    assert code != 0, log[-6000:]  # the gate failed, so the job did
-    assert _said(lines, r"Failure - Main canary|Failure - Main \./") or "❌" in log, log[-6000:]
-    later = _said(lines, r"later step read verdict=(\S*) regressions=(\S*) pass-rate-head=(\S*)")
-    assert later, log[-6000:]  # `if: always()` ran after the failed step and read its outputs
+
+def test_the_gate_fails_the_job_and_a_later_step_reads_the_outputs(pull_request: Outcome) -> None:
+    run = pull_request.first
+    assert run.code != 0, run.text[-6000:]
+    assert run.said(r"Failure - Main \./"), run.text[-6000:]  # the action's step failed: the gate
+    assert run.said(r"Job failed") and "Job 'eval' failed" in run.stderr, run.text[-6000:]
+    later = run.said(r"later step read verdict=(\S*) regressions=(\S*) pass-rate-head=(\S*)")
+    assert later, run.text[-6000:]  # `if: always()` ran after the failed step and read its outputs
     assert later.group(1) == "regressions" and later.group(2) == "1"
     assert float(later.group(3)) == pytest.approx(2 / 3, abs=1e-4)
 
-    fetches = [r for r in pr["git"].requests if r.path.endswith("git-upload-pack")]
-    assert fetches and all(r.authorized for r in pr["git"].requests)  # fetched itself, with the token
-    [comment] = fake.state.repo(REPO).comments.values()
-    assert comment["user"]["login"] == "github-actions[bot]"
-    assert "<!-- sqlcanary:comment:" in comment["body"] and "names" in comment["body"]
-    [check] = fake.state.repo(REPO).check_runs.values()
-    assert check["conclusion"] == "failure" and check["head_sha"] == pr["head"]
-    notes = fake.state.repo(REPO).annotations[check["id"]]
-    case_note = next(n for n in notes if n["path"] == CASE_FILE)
-    assert case_note["start_line"] == 4 and case_note["annotation_level"] == "failure"  # `- id: names`
-    summaries = [line.get("content", "") for line in lines if line.get("command") == "summary"]
-    assert any("names" in text for text in summaries), log[-6000:]
-    assert fake.leaks(ACTIONS_TOKEN) == []
-    assert ACTIONS_TOKEN not in log, log
 
-    # The same event again: still one comment (edited or left alone, never a second one).
-    code, lines, log = run_act(pr)
-    assert code != 0, log[-6000:]
-    assert len(fake.state.repo(REPO).comments) == 1
+def test_the_action_fetches_the_base_commit_itself_with_the_token(pull_request: Outcome) -> None:
+    assert not pull_request.had_base  # a depth-1 checkout of the head, as actions/checkout makes by default
+    requests = pull_request.git_server.requests
+    assert any(r.method == "POST" and r.path == f"/{REPO}.git/git-upload-pack" for r in requests), requests
+    assert all(r.authorized for r in requests)  # never asked without the token (the server would answer 401)
+    assert pull_request.first.said(rf"base {pull_request.base_sha}"), pull_request.first.text[-6000:]
+
+
+def test_one_sticky_comment_and_a_failed_check_run_annotated_on_the_case_line(pull_request: Outcome) -> None:
+    [comment] = pull_request.after_first["comments"]
+    assert comment["user"]["login"] == "github-actions[bot]"
+    assert "<!-- sqlcanary:comment:" in comment["body"] and "`names`" in comment["body"]
+    [check] = pull_request.after_first["check_runs"]
+    assert check["conclusion"] == "failure" and check["head_sha"] == pull_request.head_sha
+    notes = pull_request.fake.state.repo(REPO).annotations[check["id"]]
+    [case_note] = [n for n in notes if n["path"] == CASE_FILE]
+    assert case_note["start_line"] == 4 and case_note["annotation_level"] == "failure"  # `- id: names`
+    kb_notes = [n for n in notes if n["path"] == "data/answers.json"]  # the KB line the answer used
+    assert kb_notes and kb_notes[0]["annotation_level"] == "warning"
+
+
+def test_the_job_summary_names_the_regressed_case(pull_request: Outcome) -> None:
+    run = pull_request.first
+    [summary] = [line["content"] for line in run.step("./") if line.get("command") == "summary"]
+    assert "FAIL" in summary and "names" in summary
+
+
+def test_no_secret_reaches_github_or_the_log(pull_request: Outcome) -> None:
+    assert pull_request.fake.leaks(ACTIONS_TOKEN) == []
+    for run in (pull_request.first, pull_request.second):
+        # act's JSON log echoes each workflow command raw, `::add-mask::<secret>` included; a runner never
+        # prints that line, so it is left out here. Everything else the job printed must be masked.
+        shown = [line for line in run.lines if line.get("command") != "add-mask"]
+        assert ACTIONS_TOKEN not in json.dumps(shown) + run.stderr
+
+
+def test_the_secret_is_masked_before_the_action_prints_anything(pull_request: Outcome) -> None:
+    """The runner masks what follows an `::add-mask::` line in the log as it arrives, stdout and stderr mixed:
+    a mask still in a stdout buffer hides nothing that reaches stderr before it (the image sets
+    PYTHONUNBUFFERED for this)."""
+    shown = [line for line in pull_request.first.step("./") if line.get("raw_output") or line.get("command")]
+    assert shown and shown[0].get("command") == "add-mask", [line.get("msg") for line in shown[:5]]
+
+
+def test_the_step_log_holds_only_sqlcanary_lines(pull_request: Outcome) -> None:
+    printed = [line["msg"].rstrip("\n") for line in pull_request.first.step("./") if line.get("raw_output")]
+    assert printed and all(text.startswith("sqlcanary: ") for text in printed), printed
+
+
+def test_a_second_run_of_the_same_event_keeps_one_comment(pull_request: Outcome) -> None:
+    run, fake = pull_request.second, pull_request.fake
+    assert run.code != 0 and run.said(r"later step read verdict=regressions regressions=1 "), run.text[-6000:]
+    [comment] = fake.state.repo(REPO).comments.values()
+    assert comment["id"] == pull_request.after_first["comments"][0]["id"]
     assert len(fake.calls("issues/create-comment")) == 1
-    assert fake.leaks(ACTIONS_TOKEN) == []
+    assert len(fake.calls("issues/update-comment")) == 0  # the same results: the same body, left alone
+    assert run.said(r"sqlcanary: comment unchanged"), run.text[-6000:]
+
+
+def test_act_leaves_no_container_or_volume_behind(pull_request: Outcome) -> None:
+    """`--rm`: act keeps a failed job's containers for debugging unless told otherwise, and this job fails."""
+    prefix = f"act-{WORKFLOW_NAME}-eval"
+    containers = docker("ps", "-a", "--format", "{{.Names}}", "--filter", f"name={prefix}", check=True).stdout
+    volumes = docker("volume", "ls", "--format", "{{.Name}}", "--filter", f"name={prefix}", check=True).stdout
+    assert containers.split() == [] and volumes.split() == []

@@ -97,7 +97,9 @@ def _handler_for(server: GitHttpServer) -> type[BaseHTTPRequestHandler]:
                 "GIT_PROTOCOL": self.headers.get("Git-Protocol", ""), "PATH": "/usr/bin:/bin",
                 "HTTP_CONTENT_ENCODING": self.headers.get("Content-Encoding", ""),
             }  # fmt: skip
-            done = subprocess.run(["git", "http-backend"], input=body, env=env, capture_output=True, timeout=120)
+            done = subprocess.run(
+                ["git", "http-backend"], input=body, env=env, capture_output=True, timeout=120
+            )
             head, _, payload = done.stdout.partition(b"\r\n\r\n")
             headers = [line.split(":", 1) for line in head.decode("latin-1").split("\r\n") if ":" in line]
             status = next((v.strip().split()[0] for k, v in headers if k.lower() == "status"), "200")
