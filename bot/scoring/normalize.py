@@ -10,23 +10,21 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import reduce
 from typing import Any
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.canonicalize import canonicalize
+from sqlglot.optimizer.merge_subqueries import merge_subqueries
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.qualify_tables import qualify_tables
-from sqlglot.optimizer.scope import Scope, build_scope
 from sqlglot.optimizer.simplify import simplify
 
-DIALECT = "postgres"
+from bot.scoring import canonical, rewrites, scopes
+from bot.scoring.canonical import DIALECT
+
 _SAFE_NAME = re.compile(r"[a-z_][a-z0-9_$]*")
-_MIRROR: dict[type, type] = {exp.EQ: exp.EQ, exp.NEQ: exp.NEQ, exp.GT: exp.LT, exp.LT: exp.GT}
-_MIRROR |= {exp.GTE: exp.LTE, exp.LTE: exp.GTE}
-_CONSTANTS = (exp.Literal, exp.Null, exp.Boolean)
 SIMPLIFY_MAX_NODES = 2500
 
 
@@ -136,48 +134,6 @@ def drop_default_schema(expr: exp.Expr, ctx: PassContext) -> exp.Expr:
     return expr
 
 
-def resolve_columns(expr: exp.Expr, ctx: PassContext) -> exp.Expr:
-    """Qualify a bare column sqlglot left alone: by the one visible source known to have it (columns seen
-    qualified in either query, or a derived table's outputs), else by the only source of its own scope."""
-    root = build_scope(expr)
-    if root is None:
-        return expr
-    for scope in root.traverse():
-        outputs = {e.alias for e in scope.expression.expressions if isinstance(e, exp.Alias)}
-        for column in scope.unqualified_columns:
-            in_group = isinstance(column.parent, exp.Group)
-            if (
-                in_group
-                and column.name in outputs
-                and not _owner(scope, column.name, ctx.known_columns, True)
-            ):
-                continue  # GROUP BY an output name no table is known to have: resolve_order_refs takes it
-            owner = _owner(scope, column.name, ctx.known_columns)
-            if owner:
-                column.set("table", exp.to_identifier(owner))
-    return expr
-
-
-def _owner(scope: Scope, name: str, known: dict[str, frozenset[str]], known_only: bool = False) -> str | None:
-    current: Scope | None = scope
-    while current is not None:
-        owners = [alias for alias, source in current.sources.items() if name in _columns_of(source, known)]
-        if len(owners) == 1:
-            return owners[0]
-        if owners:
-            return None
-        current = current.parent
-    return next(iter(scope.sources)) if len(scope.sources) == 1 and not known_only else None
-
-
-def _columns_of(source: exp.Expr | Scope, known: dict[str, frozenset[str]]) -> frozenset[str]:
-    if isinstance(source, exp.Table):
-        return known.get(source.name, frozenset())
-    if isinstance(source, Scope) and isinstance(source.expression, exp.Select):
-        return frozenset(source.expression.named_selects)
-    return frozenset()
-
-
 def drop_redundant_aliases(expr: exp.Expr, ctx: PassContext) -> exp.Expr:
     """`orders.id AS id` is `orders.id`; sqlglot's generated `_col_0` names carry nothing either."""
     for alias in list(expr.find_all(exp.Alias)):
@@ -206,65 +162,10 @@ def resolve_order_refs(expr: exp.Expr, ctx: PassContext) -> exp.Expr:
     return expr
 
 
-def unalias_tables(expr: exp.Expr, ctx: PassContext) -> exp.Expr:
-    """Make table aliases irrelevant: a table is named by itself (`orders`, `orders_2` for a self-join),
-    a derived table by its position (`_sub1`)."""
-    root = build_scope(expr)
-    if root is None:
-        return expr
-    scopes = list(root.traverse())
-    renames = {id(scope): _rename_sources(scope, n) for n, scope in enumerate(reversed(scopes), 1)}
-    done: set[int] = set()
-    for scope in scopes:  # innermost first, so a correlated column is renamed by its own scope
-        for column in scope.columns:
-            if id(column) in done or not column.table:
-                continue
-            done.add(id(column))
-            new = _lookup(scope, column.table, renames)
-            if new:
-                column.set("table", exp.to_identifier(new))
-    return expr
-
-
-def _rename_sources(scope: Scope, scope_no: int) -> dict[str, str]:
-    select = scope.expression
-    frm = from_clause(select) if isinstance(select, exp.Select) else None
-    if frm is None:
-        return {}
-    nodes = [frm.this] + [j.this for j in select.args.get("joins") or []]
-    renames: dict[str, str] = {}
-    seen: dict[str, int] = {}
-    subs = 0
-    for node in nodes:
-        if isinstance(node, exp.Table) and node.name:
-            seen[node.name] = seen.get(node.name, 0) + 1
-            new = node.name if seen[node.name] == 1 else f"{node.name}_{seen[node.name]}"
-        elif isinstance(node, exp.Subquery) and node.alias:
-            subs += 1
-            new = f"_sub{scope_no}_{subs}" if scope_no > 1 else f"_sub{subs}"
-        else:
-            continue
-        renames[node.alias_or_name] = new
-        _set_alias(node, new)
-    return renames
-
-
-def _set_alias(node: exp.Expr, new: str) -> None:
-    alias = node.args.get("alias")
-    if isinstance(node, exp.Table) and new == node.name and (alias is None or not alias.columns):
-        node.set("alias", None)
-    elif isinstance(alias, exp.TableAlias):
-        alias.set("this", exp.to_identifier(new))
-    else:
-        node.set("alias", exp.TableAlias(this=exp.to_identifier(new)))
-
-
-def _lookup(scope: Scope | None, name: str, renames: dict[int, dict[str, str]]) -> str | None:
-    while scope is not None:
-        if name in renames.get(id(scope), {}):
-            return renames[id(scope)][name]
-        scope = scope.parent
-    return None
+def merge_derived_tables(expr: exp.Expr, ctx: PassContext) -> exp.Expr:
+    """A derived table that only selects, filters and joins is merged into the query that reads it (sqlglot's
+    merge_subqueries): a KB snippet wrapped as `FROM (SELECT ... JOIN ...) src` equals the flat join."""
+    return merge_subqueries(expr)
 
 
 def canonicalize_query(expr: exp.Expr, ctx: PassContext) -> exp.Expr:
@@ -283,55 +184,32 @@ def simplify_query(expr: exp.Expr, ctx: PassContext) -> exp.Expr:
     return simplify(expr, dialect=DIALECT)
 
 
-def orient_comparisons(expr: exp.Expr, ctx: PassContext) -> exp.Expr:
-    """`3 < x` is `x > 3`; `b.id = a.id` is `a.id = b.id`: constants right, otherwise operands sorted."""
-    nodes: list[exp.Expr] = list(expr.find_all(*_MIRROR, bfs=False))
-    for node in reversed(nodes):
-        left, right = node.this, node.expression
-        if left is None or right is None:
-            continue
-        if _side_key(right) < _side_key(left):
-            node.replace(_MIRROR[type(node)](this=right, expression=left))
-    return expr
-
-
-def _side_key(node: exp.Expr) -> tuple[bool, str]:
-    return (isinstance(node, _CONSTANTS), node.sql(dialect=DIALECT))
-
-
-def sort_connectors(expr: exp.Expr, ctx: PassContext) -> exp.Expr:
-    """AND / OR operands in a canonical order, innermost chains first."""
-    chains = [n for n in expr.find_all(exp.And, exp.Or, bfs=False) if type(n.parent) is not type(n)]
-    for head in reversed(chains):
-        operands = sorted(head.flatten(), key=lambda n: n.sql(dialect=DIALECT))
-        kind = type(head)
-        head.replace(reduce(lambda a, b: kind(this=a, expression=b), operands))
-    return expr
-
-
-def sort_in_lists(expr: exp.Expr, ctx: PassContext) -> exp.Expr:
-    """`x IN ('b', 'a')` is `x IN ('a', 'b')`."""
-    for node in expr.find_all(exp.In):
-        if node.expressions:
-            node.set("expressions", sorted(node.expressions, key=lambda n: n.sql(dialect=DIALECT)))
-    return expr
-
-
 PASSES: tuple[tuple[str, Pass], ...] = (
     ("inline_ctes", inline_ctes),
     ("qualify", qualify_query),
     ("normalize_names", normalize_names),
     ("unquote_identifiers", unquote_identifiers),
     ("drop_default_schema", drop_default_schema),
-    ("resolve_columns", resolve_columns),
+    ("resolve_columns", scopes.resolve_columns),
     ("resolve_order_refs", resolve_order_refs),
-    ("unalias_tables", unalias_tables),
+    ("merge_subqueries", merge_derived_tables),
+    ("unalias_tables", scopes.unalias_tables),
     ("drop_redundant_aliases", drop_redundant_aliases),
     ("canonicalize", canonicalize_query),
+    ("strip_parens", canonical.strip_parens),
+    ("fold_literal_casts", canonical.fold_literal_casts),
+    ("expand_between", canonical.expand_between),
+    ("exists_to_in", rewrites.exists_to_in),
+    ("drop_zero_guards", canonical.drop_zero_guards),
+    ("drop_noop_casts", canonical.drop_noop_casts),
+    ("date_ranges", rewrites.date_ranges),
     ("simplify", simplify_query),
-    ("orient_comparisons", orient_comparisons),
-    ("sort_in_lists", sort_in_lists),
-    ("sort_connectors", sort_connectors),
+    ("orient_comparisons", canonical.orient_comparisons),
+    ("sort_in_lists", canonical.sort_in_lists),
+    ("sort_operands", canonical.sort_operands),
+    ("sort_connectors", canonical.sort_connectors),
+    ("merge_point_ranges", canonical.merge_point_ranges),
+    ("restore_parens", canonical.restore_parens),
 )
 
 

@@ -10,9 +10,7 @@ itself: no database, no LLM, and it never raises.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import sqlglot
@@ -22,53 +20,20 @@ from sqlglot.schema import MappingSchema
 
 from bot.results import Verdict
 from bot.scoring.normalize import DIALECT, PassContext, from_clause, iter_own_nodes, known_columns, run_passes
+from bot.scoring.structural_diff import (
+    PART_LABELS,
+    PARTS,
+    Part,
+    diff_parts,
+    differences,
+    message,
+    part_detail,
+)
 
 SCORER = "structural"
-# The parts compared, in the order in which the first difference is reported, and their names in messages.
-PART_LABELS: dict[str, str] = {
-    "statements": "statements",
-    "statement": "statement kind",
-    "set_operations": "set operations",
-    "branches": "set operation branches",
-    "tables": "tables",
-    "joins": "joins",
-    "filters": "filters",
-    "aggregates": "aggregates",
-    "grouping": "grouping",
-    "having": "having",
-    "select": "select list",
-    "distinct": "distinct",
-    "ordering": "ordering",
-    "limit": "limit",
-    "ctes": "CTEs",
-    "subqueries": "subqueries",
-    "body": "statement text",
-}
-PARTS: tuple[str, ...] = tuple(PART_LABELS)
-_SINGULAR = {"statement", "grouping", "having", "select", "distinct", "ordering", "limit", "body"}
-_RECURSIVE = {"statements", "branches", "ctes", "subqueries"}
-_MAX_DEPTH = 3
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _NOT_STATEMENTS = (exp.Condition, exp.Alias, exp.Identifier)
-
-
-@dataclass(frozen=True)
-class Part:
-    """One part of a query: its items as SQL text, plus named sub-queries for a recursive comparison."""
-
-    items: tuple[str, ...]
-    ordered: bool = False
-    named: tuple[tuple[str, exp.Expr], ...] = ()
-
-
-@dataclass(frozen=True)
-class PartDiff:
-    part: str
-    gold: tuple[str, ...]
-    pred: tuple[str, ...]
-    missing: tuple[str, ...]
-    extra: tuple[str, ...]
-    inner: tuple[str, tuple[PartDiff, ...]] | None = None  # (name, differences inside it)
+__all__ = ["PARTS", "PART_LABELS", "Part", "extract_parts", "schema_from_rows", "structural_verdict"]
 
 
 def structural_verdict(
@@ -117,11 +82,17 @@ def _verdict(gold_sql: str, pred_sql: str, schema: dict[str, dict[str, str]] | N
     single = len(gold) == 1 and len(pred) == 1
     gold_parts = _parts_of(_normalized(gold, "gold", mapping, known, flags), single=single)
     pred_parts = _parts_of(_normalized(pred, "pred", mapping, known, flags), single=single)
-    diffs = diff_parts(gold_parts, pred_parts)
+    diffs = diff_parts(gold_parts, pred_parts, extract=extract_parts)
     if not diffs:
         return _result(True, "same_structure", "same structure", flags)
+    found = differences(diffs, gold_parts, pred_parts)
     return _result(
-        False, "different_structure", describe(diffs[0]), flags, **{d.part: _detail(d) for d in diffs}
+        False,
+        "different_structure",
+        message(found),
+        flags,
+        differences=[d.as_dict() for d in found],
+        parts={d.part: part_detail(d) for d in diffs},
     )
 
 
@@ -177,7 +148,7 @@ def _parts_of(statements: list[exp.Expr], *, single: bool) -> dict[str, Part]:
             ordered=True,
             named=tuple((f"statement {i}", s) for i, s in enumerate(statements, 1)),
         ),
-        "tables": Part(tuple(sorted(t for s in statements for t in _tables(s)))),
+        "tables": Part(tuple(sorted({t for s in statements for t in _tables(s)}))),
     }
 
 
@@ -189,7 +160,7 @@ def extract_parts(statement: exp.Expr) -> dict[str, Part]:
         parts = _select_parts(statement)
     else:
         parts = _other_parts(statement)
-    parts["tables"] = Part(tuple(sorted(_tables(statement))))
+    parts["tables"] = Part(tuple(sorted(set(_tables(statement)))))  # a table read twice is one source
     parts["ctes"] = _ctes(statement)
     return {name: part for name, part in parts.items() if part.items}
 
@@ -213,6 +184,7 @@ def _select_parts(select: exp.Select) -> dict[str, Part]:
         "ordering": _ordering(select),
         "limit": Part(_limit(select)),
         "subqueries": Part(tuple(_sql(s) for s in derived), named=tuple((s.alias, s.this) for s in derived)),
+        "sources": Part(tuple(s.alias_or_name for s in sources)),  # not compared: ranks the differences
     }
 
 
@@ -244,6 +216,11 @@ def _set_operation_parts(statement: exp.SetOperation) -> dict[str, Part]:
 
 
 def _other_parts(statement: exp.Expr) -> dict[str, Part]:
+    query = statement.args.get("expression")
+    if isinstance(statement, exp.Create | exp.Insert) and isinstance(query, exp.Query):
+        head = statement.copy()
+        head.set("expression", None)  # CREATE VIEW v AS SELECT ...: `CREATE VIEW v`, then the query's parts
+        return extract_parts(query) | {"statement": Part((_sql(head),))}
     where = statement.args.get("where")
     return {
         "statement": Part((statement.key.upper(),)),
@@ -329,70 +306,6 @@ def _limit(query: exp.Expr) -> tuple[str, ...]:
     if isinstance(offset, exp.Offset):
         items.append(f"OFFSET {_sql(offset.expression)}")
     return tuple(items)
-
-
-def diff_parts(gold: dict[str, Part], pred: dict[str, Part], *, depth: int = 0) -> tuple[PartDiff, ...]:
-    """The differing parts, in PARTS order."""
-    diffs = []
-    for name in PARTS:
-        g, p = gold.get(name, Part(())), pred.get(name, Part(()))
-        same = g.items == p.items if (g.ordered or p.ordered) else Counter(g.items) == Counter(p.items)
-        if same:
-            continue
-        missing, extra = _multiset_minus(g.items, p.items), _multiset_minus(p.items, g.items)
-        inner = _inner(name, g, p, missing, extra, depth) if depth < _MAX_DEPTH else None
-        diffs.append(PartDiff(name, g.items, p.items, missing, extra, inner))
-    return tuple(diffs)
-
-
-def _multiset_minus(left: tuple[str, ...], right: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple((Counter(left) - Counter(right)).elements())
-
-
-def _inner(name: str, g: Part, p: Part, missing: tuple, extra: tuple, depth: int) -> tuple | None:
-    if name not in _RECURSIVE or len(missing) != 1 or len(extra) != 1:
-        return None
-    g_named, p_named = dict(zip(g.items, g.named, strict=False)), dict(zip(p.items, p.named, strict=False))
-    if missing[0] not in g_named or extra[0] not in p_named:
-        return None
-    (label, g_node), (_, p_node) = g_named[missing[0]], p_named[extra[0]]
-    inner = diff_parts(extract_parts(g_node), extract_parts(p_node), depth=depth + 1)
-    return (label, inner) if inner else None
-
-
-def describe(diff: PartDiff) -> str:
-    """One readable sentence for one differing part."""
-    head = f"{PART_LABELS[diff.part]} {'differs' if diff.part in _SINGULAR else 'differ'}"
-    if diff.inner:
-        label, inner = diff.inner
-        return f"{head}: in {_where(diff.part, label)}, {describe(inner[0])}"
-    if not diff.missing and not diff.extra:
-        return f"{head}: the same items in a different order (gold {_list(diff.gold)}; prediction {_list(diff.pred)})"
-    if diff.missing and diff.extra:
-        return f"{head}: gold has {_list(diff.missing)}, prediction has {_list(diff.extra)}"
-    if diff.missing:
-        return f"{head}: gold has {_list(diff.missing)}, " + (
-            "prediction has none" if not diff.pred else "which the prediction lacks"
-        )
-    return f"{head}: prediction has {_list(diff.extra)}, " + (
-        "gold has none" if not diff.gold else "which the gold lacks"
-    )
-
-
-def _where(part: str, label: str) -> str:
-    return {"ctes": f"CTE `{label}`", "subqueries": f"derived table `{label}`"}.get(part, label)
-
-
-def _detail(diff: PartDiff) -> dict[str, Any]:
-    out: dict[str, Any] = {k: list(getattr(diff, k)) for k in ("gold", "pred", "missing", "extra")}
-    if diff.inner:
-        out["inner"] = {"in": diff.inner[0], "parts": {d.part: _detail(d) for d in diff.inner[1]}}
-    return out
-
-
-def _list(items: tuple[str, ...], limit: int = 3) -> str:
-    shown = ", ".join(f"`{_clip(i)}`" for i in items[:limit])
-    return shown + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
 def _clip(text: str, width: int = 120) -> str:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.scoring.structural import PART_LABELS, PARTS, schema_from_rows, structural_verdict
+from bot.scoring.structural import PARTS, schema_from_rows, structural_verdict
+from bot.scoring.structural_diff import MESSAGE_LIMIT
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "structural"
 SCHEMAS = {
@@ -81,9 +82,10 @@ def test_pair(pair: Pair) -> None:
         assert verdict.message == "same structure" and verdict.details == {}
     if verdict.kind == "different_structure":
         differs = _split(d.get("differs", ""))
-        assert set(verdict.details) == differs, (pair.where, verdict.message)
+        assert set(verdict.details["parts"]) == differs, (pair.where, verdict.message)
         first = next(part for part in PARTS if part in differs)
-        assert verdict.message.startswith(PART_LABELS[first] + " "), (pair.where, verdict.message)
+        assert next(iter(verdict.details["parts"])) == first, (pair.where, verdict.message)
+        assert len(verdict.message) <= MESSAGE_LIMIT, (pair.where, verdict.message)
     if "message" in d:
         assert d["message"] in verdict.message, (pair.where, verdict.message)
     assert _split(d.get("flags", "")) <= set(verdict.flags), (pair.where, verdict.flags)
@@ -102,21 +104,27 @@ def test_pair_also_holds_with_the_schema(pair: Pair) -> None:
     expected = d.get("with_schema", d["match"])
     assert verdict.match == {"true": True, "false": False}[expected], (pair.where, verdict.message)
     if verdict.kind == "different_structure" and "with_schema" not in d:
-        assert set(verdict.details) == _split(d.get("differs", "")), (pair.where, verdict.message)
+        assert set(verdict.details["parts"]) == _split(d.get("differs", "")), (pair.where, verdict.message)
 
 
-def test_details_name_missing_and_extra_items() -> None:
+def test_details_list_each_difference_and_each_part() -> None:
     verdict = structural_verdict(
         "SELECT id FROM orders WHERE status = 'paid' AND amount > 1", "SELECT id FROM orders WHERE amount > 1"
     )
     assert verdict.details == {
-        "filters": {
-            "gold": ["orders.amount > 1", "orders.status = 'paid'"],
-            "pred": ["orders.amount > 1"],
-            "missing": ["orders.status = 'paid'"],
-            "extra": [],
-        }
+        "differences": [
+            {"part": "filters", "change": "missing", "gold": "orders.status = 'paid'", "pred": ""}
+        ],
+        "parts": {
+            "filters": {
+                "gold": ["orders.amount > 1", "orders.status = 'paid'"],
+                "pred": ["orders.amount > 1"],
+                "missing": ["orders.status = 'paid'"],
+                "extra": [],
+            }
+        },
     }
+    assert verdict.message == "filter missing in prediction: orders.status = 'paid'"
 
 
 def test_same_pair_is_judged_differently_with_and_without_schema() -> None:
@@ -136,11 +144,21 @@ def test_unresolvable_column_is_flagged_with_schema() -> None:
 
 def test_recursive_difference_keeps_inner_details() -> None:
     verdict = structural_verdict(
-        "SELECT t.a FROM (SELECT a FROM x WHERE b = 1) t", "SELECT t.a FROM (SELECT a FROM x WHERE b = 2) t"
+        "SELECT t.a FROM (SELECT a, count(*) AS n FROM x WHERE b = 1 GROUP BY a) t",
+        "SELECT t.a FROM (SELECT a, count(*) AS n FROM x WHERE b = 2 GROUP BY a) t",
     )
-    inner = verdict.details["subqueries"]["inner"]
+    inner = verdict.details["parts"]["subqueries"]["inner"]
     assert inner["in"] == "_sub1"
     assert inner["parts"]["filters"]["missing"] == ["x.b = 1"]
+    assert verdict.details["differences"] == [
+        {
+            "part": "filters",
+            "change": "differs",
+            "gold": "x.b = 1",
+            "pred": "x.b = 2",
+            "in": "derived table _sub1",
+        }
+    ]
 
 
 def test_failing_pass_is_skipped_and_named(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -154,7 +172,7 @@ def test_failing_pass_is_skipped_and_named(monkeypatch: pytest.MonkeyPatch) -> N
     verdict = structural_verdict("SELECT id FROM orders WHERE a = 1", "SELECT id FROM orders WHERE a = 2")
     assert verdict.match is False
     assert "pass_skipped:simplify:gold" in verdict.flags and "pass_skipped:simplify:pred" in verdict.flags
-    assert verdict.message.startswith("filters differ")
+    assert verdict.message.startswith("filter differs")
     # without simplify, the remaining passes still order nested connectors and comparison operands
     same = structural_verdict(
         "SELECT id FROM t WHERE (a = 1 OR 2 < b) AND c", "SELECT id FROM t WHERE c AND (b > 2 OR a = 1)"
@@ -190,3 +208,58 @@ def test_schema_from_rows_keeps_order_and_accepts_mappings() -> None:
     ]
     assert schema_from_rows(rows) == {"orders": {"id": "integer", "amount": "numeric"}, "c": {"x": "unknown"}}
     assert list(schema_from_rows(rows)["orders"]) == ["id", "amount"]
+
+
+def _truth(node, values: dict[str, bool]) -> bool:
+    """Evaluate a boolean tree of AND / OR / NOT / parentheses over named boolean columns."""
+    from sqlglot import exp
+
+    if isinstance(node, exp.Paren):
+        return _truth(node.this, values)
+    if isinstance(node, exp.And):
+        return _truth(node.this, values) and _truth(node.expression, values)
+    if isinstance(node, exp.Or):
+        return _truth(node.this, values) or _truth(node.expression, values)
+    if isinstance(node, exp.Not):
+        return not _truth(node.this, values)
+    assert isinstance(node, exp.Column), node
+    return values[node.name]
+
+
+@pytest.mark.parametrize(
+    "condition",
+    ["(a OR b) AND c", "NOT (a OR b) AND c", "a OR (b AND NOT c)", "(a OR b) AND (c OR d) AND NOT (a AND d)"],
+)
+def test_normalised_text_parses_back_to_the_same_meaning(condition: str) -> None:
+    import itertools
+
+    import sqlglot
+    from sqlglot import exp
+
+    from bot.scoring.normalize import PassContext, run_passes
+
+    original = sqlglot.parse_one(f"SELECT id FROM t WHERE {condition}", read="postgres")
+    normalised, skipped = run_passes(original, PassContext())
+    assert skipped == ()
+    text = normalised.sql(dialect="postgres")
+    reparsed = sqlglot.parse_one(text, read="postgres")
+    strip = lambda tree: tree.transform(lambda n: n.this if isinstance(n, exp.Paren) else n)  # noqa: E731
+    assert strip(reparsed) == strip(normalised), text  # the printed text is this very tree
+    assert run_passes(reparsed, PassContext())[0].sql(dialect="postgres") == text  # and normalising is stable
+    names = sorted({c.name for c in original.find_all(exp.Column) if c.name != "id"})
+    for bits in itertools.product([False, True], repeat=len(names)):
+        values = dict(zip(names, bits, strict=True))
+        assert _truth(reparsed.args["where"].this, values) == _truth(original.args["where"].this, values), (
+            text
+        )
+    if condition == "(a OR b) AND c":
+        assert "(t.a OR t.b) AND t.c" in text
+
+
+def test_message_stays_whole_and_short() -> None:
+    from bot.scoring.structural_diff import Difference, message
+
+    found = tuple(Difference("filters", "missing", gold=f"t.column_{i} = '{'x' * 60}'") for i in range(8))
+    text = message(found)
+    assert len(text) <= MESSAGE_LIMIT
+    assert text.endswith("more") and text.count("filter missing in prediction") + int(text.split()[-2]) == 8
