@@ -168,7 +168,7 @@ def agent_fingerprint(
         code = _command_files(arg, base)
     else:  # another kind (`llm[:CONFIG]`): the files its argument names, else the config beside it
         code = _command_files(arg, base) if arg else _config_files(base)
-    env = os.environ if environ is None else environ
+    env = environ or {}  # Settings.environ: only the names `inputs.env` lists are looked at
     values = {name: hashlib.sha256(env[name].encode()).hexdigest() if name in env else None for name in inputs.env}
     salt = f"{header}\0kb:{kb_fp}\0env:{json.dumps(values, sort_keys=True)}"
     if inputs.globs is not None:

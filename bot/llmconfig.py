@@ -6,7 +6,6 @@ which sits above the config (ARCHITECTURE.md, import direction)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 
 from pydantic import Field
@@ -48,9 +47,10 @@ class LLMSettings(FrozenModel):
     prices: dict[str, Price] = Field(default_factory=dict)
     cache: bool = True
 
-    def with_env(self, environ: Mapping[str, str] | None = None) -> LLMSettings:
-        """SQLCANARY_LLM_BASE_URL / SQLCANARY_LLM_MODEL win over the config file."""
-        env = os.environ if environ is None else environ
+    def with_env(self, environ: Mapping[str, str]) -> LLMSettings:
+        """SQLCANARY_LLM_BASE_URL / SQLCANARY_LLM_MODEL (in `environ`, the process's as `main` read it) win over
+        the config file."""
+        env = environ
         update: dict[str, str] = {}
         if env.get(ENV_BASE_URL):
             update["base_url"] = env[ENV_BASE_URL]

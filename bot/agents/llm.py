@@ -87,8 +87,8 @@ def _client(settings: LLMSettings, ctx: AgentContext):
     from bot.llm.cache import ReplyCache
     from bot.llm.client import LLMClient
 
-    if ctx.settings is None:
-        return LLMClient(settings)
+    if ctx.settings is None:  # no process settings given: no key from anywhere (a local server needs none)
+        return LLMClient(settings, environ={})
     return LLMClient(settings, environ=ctx.settings.environ, cache=ReplyCache(ctx.settings.cache_dir / "llm"))
 
 

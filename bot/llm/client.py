@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import random
 import threading
 import time
@@ -75,13 +74,13 @@ class LLMClient:
         self,
         settings: LLMSettings,
         *,
-        environ: Mapping[str, str] | None = None,
+        environ: Mapping[str, str],
         cache: ReplyCache | None = None,
         budget: Budget | None = None,
         sleep: Callable[[float], None] = time.sleep,
         jitter: Callable[[], float] = random.random,
     ) -> None:
-        env = os.environ if environ is None else environ
+        env = environ  # the process environment as `main` read it (Settings.environ): the key is looked up here
         self.settings = settings.with_env(env)
         self.__key = env.get(self.settings.api_key_env) or None
         if self.__key is None and self.settings.base_url is None:

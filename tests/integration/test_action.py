@@ -5,12 +5,13 @@ GitHub that validates every request against GitHub's OpenAPI description."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from bot.cli import main
-from bot.commands.action import ActionContext, action
+from bot.commands.action import ActionContext, action, action_settings
 from bot.github.event import load_event
 from bot.github.inputs import RunnerContext, read_inputs
 from bot.settings import Settings
@@ -55,13 +56,14 @@ def checkout(remote: dict[str, str], branch: str, where: Path) -> Path:
     return where
 
 
-def pr_event(path: Path, remote: dict[str, str], *, fork: bool = False, number: int = 1) -> Path:
+def pr_event(path: Path, remote: dict[str, str], *, fork: bool = False, number: int = 1,
+             author: str = "alice") -> Path:  # fmt: skip
     head_repo = "mallory/agent" if fork else REPO
     repo = {"full_name": REPO, "default_branch": "main", "name": "agent", "owner": {"login": "acme"}}
     payload = {
         "action": "synchronize", "number": number,
         "pull_request": {
-            "number": number, "user": {"login": "alice"},
+            "number": number, "user": {"login": author},
             "head": {"ref": "regress", "sha": remote["regress"], "repo": {**repo, "full_name": head_repo}},
             "base": {"ref": "main", "sha": remote["main"], "repo": repo},
         },
@@ -167,6 +169,23 @@ def test_a_fork_pull_request_writes_nothing_to_github_and_leaves_the_files_to_po
     assert payload["pr_number"] == 1 and payload["check_run"]["conclusion"] == "failure"
     assert (out_dir / "comment.md").read_text().startswith("<!-- sqlcanary:comment:")
     assert "::notice::" in capsys.readouterr().out
+
+
+def test_a_dependabot_pull_request_is_evaluated_only_and_the_llm_key_is_not_passed_on(pr, fake, remote, capsys):
+    event = pr_event(pr["tmp"] / "bot.json", remote, author="dependabot[bot]")
+    env = pr["env"] | {"GITHUB_EVENT_PATH": str(event), "INPUT_OPENAI-API-KEY": "sk-test-should-not-be-used",
+                       "OPENAI_API_KEY": "sk-from-the-workflow-env"}  # fmt: skip
+    settings = Settings.from_environ(env)
+    inputs, runner = read_inputs(env), RunnerContext.from_environ(env)
+    ctx = ActionContext(inputs=inputs, runner=runner, event=load_event("pull_request", event), mode="check")
+    evaluation = action_settings(settings, ctx, pr["workspace"]).environ
+    assert "OPENAI_API_KEY" not in evaluation and not any(k.startswith("INPUT_") for k in evaluation)
+    assert "sk-" not in json.dumps(dict(evaluation))
+    trusted = replace(ctx, event=load_event("pull_request", pr_event(pr["tmp"] / "ok.json", remote)))
+    assert action_settings(settings, trusted, pr["workspace"]).environ["OPENAI_API_KEY"] == "sk-test-should-not-be-used"
+    assert run_action(env, fake, capsys) == 1
+    assert fake.requests == []
+    assert "Dependabot" in capsys.readouterr().out
 
 
 def test_a_token_without_checks_permission_falls_back_to_a_commit_status(pr, fake, remote, capsys):
