@@ -21,6 +21,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("check", "check", "the local PR check: evaluate base and head commits and compare them"),
     ("merge", "merge", "join the RunResults of `run --shard I/N` jobs into one"),
     ("report", "report", "render a run, or the change from a base run: md, summary, html, junit, json"),
+    ("show", "show", "one case or a few of a saved run in the terminal: why it fails, gold, prediction diff"),
     ("repair", "repair", "ask an LLM for KB edits that fix failing cases; keep the proven ones"),
     ("action", "action", "run as the GitHub Action (reads INPUT_* and GITHUB_*; see action.yml)"),
 )

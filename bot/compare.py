@@ -23,6 +23,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from bot.causes import Cause
 from bot.comparable import describe_selection, incomparable_reasons, run_warnings, selection
 from bot.errors import ResultFileError
 from bot.gate import gate_reasons, pass_rate_floor
@@ -30,8 +31,9 @@ from bot.results import CaseResult, Counts, FrozenModel, GateSettings, RunMeta, 
 from bot.stats import discordant_pairs, mcnemar_one_sided
 
 # 2: `renamed` transition (CaseChange.renamed_from / outcome); head-only comparisons (baseline "none", base
-# None, baseline_reason). Version 1 files still read: every new field has a default.
-COMPARISON_SCHEMA_VERSION = 2
+# None, baseline_reason). 3: cause linking (Comparison.causes / unexplained / linked / changed_files;
+# CaseChange.gold_sql / head_used / base_used). Older files still read: every new field has a default.
+COMPARISON_SCHEMA_VERSION = 3
 
 Transition = Literal[
     "still_passing",  # passed in both
@@ -78,6 +80,9 @@ class CaseChange(FrozenModel):
     source: str | None = None  # case file:line
     renamed_from: str | None = None  # renamed: the id the case had in base
     outcome: Transition | None = None  # renamed: the pair's own transition (still_passing, regressed, ...)
+    gold_sql: tuple[str, ...] = ()  # from the suite, when the caller had it (check does; see bot.causes)
+    head_used: tuple[str, ...] = ()  # the KB spans each side's answer said it used (Prediction.used)
+    base_used: tuple[str, ...] = ()
 
     @property
     def judged(self) -> Transition:
@@ -112,6 +117,15 @@ class Comparison(FrozenModel):
     by_category: dict[str, RateDelta] = Field(default_factory=dict)
     counts: dict[str, int] = Field(default_factory=dict)  # transition -> number of cases
     cases: tuple[CaseChange, ...] = ()
+    # Cause linking (bot.causes), when the caller knew the diff between the two trees (check does, compare
+    # cannot): `linked` says it ran; each cause names changed lines and the regressed cases that used them.
+    linked: bool = False
+    changed_files: tuple[str, ...] = ()
+    causes: tuple[Cause, ...] = ()
+    unexplained: tuple[str, ...] = ()  # regressed cases whose used spans the diff did not touch
+
+    def causes_of(self, case_id: str) -> list[Cause]:
+        return [c for c in self.causes if case_id in c.cases]
 
     def of(self, transition: str) -> list[CaseChange]:
         return [c for c in self.cases if c.transition == transition]
@@ -329,6 +343,8 @@ def classify_case(
         head_sql=head.prediction.sql if head else None,
         base_sql=base.prediction.sql if base else None,
         source=either.source,
+        head_used=head.prediction.used if head else (),
+        base_used=base.prediction.used if base else (),
     )
 
 

@@ -26,7 +26,7 @@ from bot.settings import Settings
 if TYPE_CHECKING:
     from bot.commands.action import ActionContext
 
-MAX_KB_ANNOTATIONS = 200  # KB spans annotated per run (each regressed case's spans; the rest are in the report)
+MAX_KB_ANNOTATIONS = 200  # KB annotations per run (changed lines, then used spans; the rest are in the report)
 PAYLOAD_FILE = "github-payload.json"
 
 
@@ -90,14 +90,34 @@ def _span(text: str) -> tuple[str, int, int] | None:
     return path, int(first), int(last or first)
 
 
+def _cause_notes(comparison: Comparison, files: set[str]) -> list[Annotation]:
+    """A warning on the changed KB lines each cause names (bot.causes): where the reviewer reads the diff."""
+    notes = []
+    for cause in comparison.causes:
+        if cause.file not in files:
+            continue
+        for hunk in cause.hunks:
+            first, last = (hunk.new_start, hunk.new_start + hunk.new_count - 1) if hunk.new_count else (
+                max(hunk.new_start, 1), max(hunk.new_start, 1))  # fmt: skip
+            removed = "" if hunk.new_count else " (lines removed here)"
+            notes.append(Annotation(path=cause.file, start_line=first, end_line=last, level="warning",
+                                    title=f"changed here{removed}: {len(cause.cases)} regressed case(s)",
+                                    message="Regressed cases whose answer used these lines: " + ", ".join(cause.cases)))  # fmt: skip
+    return notes
+
+
 def build_annotations(result: CheckResult, *, workdir: Path, repo: Path, files: set[str]) -> list[Annotation]:
-    """A failure on the case-file line of each regressed case, and a warning on the KB lines its answer used."""
+    """A failure on the case-file line of each regressed case, and a warning on the KB lines that explain it:
+    the changed lines its answer used (cause linking), else, for a regression the diff does not explain (or
+    without cause links), the KB lines its answer used."""
     suite = Path(result.head.meta.suite_path or workdir)
     bases = (suite if suite.is_dir() else suite.parent, workdir)
-    regressed = result.comparison.judged_as("regressed")
+    comparison = result.comparison
+    regressed = comparison.judged_as("regressed")
     notes: list[Annotation] = []
     spans: dict[tuple[str, int, int], list[str]] = {}
     used = {c.id: c.prediction.used for c in result.head.cases}
+    explained = {i for cause in comparison.causes for i in cause.cases}
     for change in regressed:
         if change.source and (where := _span(change.source)):
             path = _repo_path(where[0], bases=(repo, workdir), repo=repo, files=files)
@@ -105,14 +125,17 @@ def build_annotations(result: CheckResult, *, workdir: Path, repo: Path, files: 
                 notes.append(Annotation(path=path, start_line=where[1], end_line=where[1], level="failure",
                                         title=f"regressed: {change.id}",
                                         message=f"{change.question}\n{change.reason}".strip()))  # fmt: skip
+        if change.id in explained:
+            continue
         for item in used.get(change.id, ()):
             if (span := _span(item)) and (path := _repo_path(span[0], bases=bases, repo=repo, files=files)):
                 spans.setdefault((path, span[1], span[2]), []).append(change.id)
-    for (path, first, last), ids in list(spans.items())[:MAX_KB_ANNOTATIONS]:
-        notes.append(Annotation(path=path, start_line=first, end_line=last, level="warning",
-                                title=f"used by {len(ids)} regressed case(s)",
-                                message="Regressed cases whose answer used these lines: " + ", ".join(ids)))  # fmt: skip
-    return notes
+    kb_notes = _cause_notes(comparison, files)
+    for (path, first, last), ids in spans.items():
+        kb_notes.append(Annotation(path=path, start_line=first, end_line=last, level="warning",
+                                   title=f"used by {len(ids)} regressed case(s)",
+                                   message="Regressed cases whose answer used these lines: " + ", ".join(ids)))  # fmt: skip
+    return notes + kb_notes[:MAX_KB_ANNOTATIONS]
 
 
 @dataclass

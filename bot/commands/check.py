@@ -18,10 +18,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.cache import RunCache, run_cache_key
+from bot.causes import FileDiff, explain_comparison
 from bot.commands.compare import add_gate_arguments, render_summary
 from bot.commands.request import CheckRequest, RunRequest
 from bot.commands.run import add_run_arguments, choose_agent, fingerprints, suite_and_cases
-from bot.commands.trees import Tree, evaluate_tree, missing_baseline, open_tree, tree_request
+from bot.commands.trees import (
+    Tree,
+    evaluate_tree,
+    missing_baseline,
+    open_tree,
+    pr_diff,
+    suite_roots,
+    tree_request,
+)
 from bot.compare import Comparison, compare_head_only, compare_runs
 from bot.config import database_url
 from bot.db.provision import Server, provision
@@ -29,6 +38,7 @@ from bot.db.templates import fixture_fingerprint
 from bot.errors import EXIT_BUG, ConfigError, SqlcanaryError
 from bot.gate import GATE_FIELDS, exit_code, resolve_gate
 from bot.gitrepo import default_base_ref, git_sha, resolve_commit, toplevel, worktree
+from bot.report.redact import redact_model
 from bot.results import EVALUATOR_VERSION, RunResult, write_json_atomic, write_run
 from bot.runner import sqlcanary_version
 from bot.settings import Settings
@@ -147,6 +157,26 @@ def _head_tree(req: CheckRequest, stack: ExitStack, repo: Path) -> Tree:
     return open_tree(req.run, label="head", repo=repo, root=root, sha=sha)
 
 
+def _gold(req: CheckRequest, head: Tree, repo: Path) -> dict[str, tuple[str, ...]]:
+    """{case id: gold SQL alternatives} of the head's suite, for the reports; {} when it cannot be read (the
+    head's run already said why)."""
+    try:
+        _, cases = suite_and_cases(tree_request(req.run, head, repo, relative=False), head.config)
+    except SqlcanaryError:
+        return {}
+    return {c.id: tuple(c.gold_sql) for c in cases}
+
+
+def _explained(
+    comparison: Comparison, diff: tuple[FileDiff, ...], *, roots: tuple[str, ...],
+    gold: dict[str, tuple[str, ...]], linked: bool,
+) -> Comparison:  # fmt: skip
+    if linked:
+        return explain_comparison(comparison, diff, roots=roots, gold=gold)
+    cases = tuple(c.model_copy(update={"gold_sql": gold.get(c.id, c.gold_sql)}) for c in comparison.cases)
+    return comparison.model_copy(update={"cases": cases})
+
+
 def run_check(req: CheckRequest, settings: Settings, *, say: Say = lambda _: None) -> CheckResult:
     """Evaluate base and head, compare them under the base commit's gate, write the files; raise a
     SqlcanaryError for what the user must fix (exit 2)."""
@@ -173,6 +203,11 @@ def run_check(req: CheckRequest, settings: Settings, *, say: Say = lambda _: Non
                 raise ConfigError(f"base {base_sha[:12]}: {exc}") from exc
         say(f"head {head.describe()}: evaluating" + ("" if head.working else " in a temporary worktree"))
         head_run = evaluate_tree(req.run, head, repo, server, out_dir / "head.json", settings)
+        # While the head tree exists: the diff the regressions are linked to, the folders `used` paths are
+        # relative to, and the gold SQL the reports show.
+        diff = pr_diff(repo, base_sha, None if head.working else head.sha) if base_run is not None else ()
+        roots = suite_roots(req.run, head, repo)
+        gold = _gold(req, head, repo)
     if base_run is None:
         # No base config to take the gate from: the head's `min_pass_rate` (or the flag) alone decides.
         gate = resolve_gate(head.config.gate, req.gate)
@@ -181,6 +216,9 @@ def run_check(req: CheckRequest, settings: Settings, *, say: Say = lambda _: Non
         # The base's `gate:`, not the head's: a change must not loosen the rules it is judged by.
         gate = resolve_gate(base.config.gate, req.gate)
         comparison = compare_runs(base_run, head_run, gate=gate, force=req.force)
+    comparison = _explained(comparison, diff, roots=roots, gold=gold, linked=base_run is not None)
+    if settings.secrets:  # the diff and the suite's gold SQL come from the trees, not from the masked runs
+        comparison = redact_model(comparison, settings.secrets)
     files = write_reports(comparison, base_run, head_run, out_dir, secrets=settings.secrets)
     return CheckResult(base=base_run, head=head_run, comparison=comparison, out_dir=out_dir, files=files,
                        base_sha=base_sha, head_sha=head.sha)  # fmt: skip

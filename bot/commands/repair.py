@@ -58,10 +58,26 @@ def _from_check(args: argparse.Namespace) -> None:
                 "no head.json here: is it the --out folder of `sqlcanary check`?", path=str(folder)
             )
         args.run_file = str(folder / "head.json")
+        if (folder / "comparison.json").is_file():  # the cause links, for the prompts
+            args.comparison = str(folder / "comparison.json")
         if not args.base and (folder / "base.json").is_file():
             args.base = str(folder / "base.json")
     elif not args.run_file:
         raise ConfigError("give the run to repair (RUN.json) or --from-check DIR")
+
+
+def _check_comparison(args: argparse.Namespace, run):
+    """The check's comparison.json (`--from-check`), when it compared this very run; else None."""
+    from bot.compare import Comparison
+
+    path = getattr(args, "comparison", None)
+    if not path:
+        return None
+    try:
+        cmp = Comparison.model_validate_json(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return cmp if cmp.head == run.meta else None
 
 
 def _positive(args: argparse.Namespace) -> None:
@@ -145,7 +161,8 @@ def main(args: argparse.Namespace, settings: Settings) -> int:
     outcome = repair(run, config=config, suite=suite, server=server, client=client,
                      max_failures=args.max_failures, max_retries=args.max_retries,
                      max_llm_calls=args.max_llm_calls, max_critique=args.max_critique, dry_run=args.dry_run,
-                     evaluate_only=args.no_repair, base_pass_rate=base, settings=settings)  # fmt: skip
+                     evaluate_only=args.no_repair, base_pass_rate=base, settings=settings,
+                     comparison=_check_comparison(args, run))  # fmt: skip
     out = Path(args.out or DEFAULT_OUT)
     write_json_atomic(out / "outcome.json", outcome.model_dump_json(indent=2) + "\n")
     write_json_atomic(out / "kb.diff", outcome.kb_diff)

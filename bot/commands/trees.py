@@ -17,6 +17,7 @@ from pathlib import Path
 
 import bot
 from bot.agents.env import agent_environment
+from bot.causes import FileDiff, added_file, parse_diff
 from bot.commands.request import RunRequest
 from bot.config import CONFIG_NAMES, Config, load_config
 from bot.db.provision import Server
@@ -158,3 +159,68 @@ def missing_baseline(head: Tree, suite: str | None, base_root: Path) -> str | No
         if not (base_root / rel).exists():
             return f"the base commit has no {what} `{rel.as_posix()}`"
     return None
+
+
+MAX_UNTRACKED = 200  # untracked files of a working-tree head counted as added (more: the rest are left out)
+MAX_UNTRACKED_BYTES = 256 * 1024  # larger untracked files (results, data) are no KB a case cites
+_DIFF_TIMEOUT_S = 120
+
+
+def pr_diff(repo: Path, base_sha: str, head_sha: str | None) -> tuple[FileDiff, ...]:
+    """What changed from the base commit to the head (a commit, or None: the working tree as it is, untracked
+    files included), as `git diff --unified=0` hunks with paths relative to the repository root.
+
+    The two evaluated trees are diffed directly, not `base...head` from their merge base: the runs' `used` line
+    numbers are those of these two trees, and a shallow CI checkout may not hold the merge base at all. An
+    error gives no diff (the reports then say the regressions are not explained), never a failed check."""
+    argv = ["git", "-c", "core.quotePath=false", "diff", "--unified=0", "--no-color", "--no-ext-diff",
+            "--no-renames", base_sha, *([head_sha] if head_sha else []), "--"]  # fmt: skip
+    try:
+        out = subprocess.run(argv, cwd=repo, capture_output=True, timeout=_DIFF_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    if out.returncode != 0:
+        return ()
+    files = list(parse_diff(out.stdout.decode("utf-8", "replace")))
+    if head_sha is None:
+        files += _untracked(repo)
+    return tuple(files)
+
+
+def _untracked(repo: Path) -> list[FileDiff]:
+    try:
+        out = subprocess.run(["git", "ls-files", "-z", "--others", "--exclude-standard"], cwd=repo,
+                             capture_output=True, timeout=_DIFF_TIMEOUT_S, stdin=subprocess.DEVNULL)  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    names = [n for n in out.stdout.decode("utf-8", "replace").split("\0") if n][:MAX_UNTRACKED]
+    added = []
+    for name in names:
+        try:
+            if (repo / name).stat().st_size > MAX_UNTRACKED_BYTES:
+                continue
+            text = (repo / name).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        added.append(added_file(name, text))
+    return added
+
+
+def suite_roots(req: RunRequest, tree: Tree, repo: Path) -> tuple[str, ...]:
+    """The folders, relative to the repository root, that an answer's `used` paths may be relative to: the
+    suite's folder, then the config file's."""
+    roots: list[str] = []
+    suite = tree_request(req, tree, repo, relative=False).suite
+    candidates = [Path(suite) if suite else None, tree.config_file]
+    for path in candidates:
+        if path is None:
+            continue
+        folder = path if path.is_dir() else path.parent
+        try:
+            rel = folder.resolve().relative_to(tree.root.resolve()).as_posix()
+        except ValueError:
+            continue
+        rel = "" if rel == "." else rel
+        if rel not in roots:
+            roots.append(rel)
+    return tuple(roots)

@@ -1,5 +1,10 @@
-"""What the model sees about one failing case: the question, gold, prediction, how the answer differed, and
-only the KB lines the agent said it used (`Prediction.used`), numbered, with a few lines around them."""
+"""What the model sees about one failing case: the question, gold, prediction, how the answer differed (the
+scorers' first difference and structural diff, the same words the reports show), and only the KB lines the agent
+said it used (`Prediction.used`), numbered, with a few lines around them.
+
+From a check (`repair --from-check DIR`, whose comparison.json links regressions to the diff; bot.causes), also:
+the changed KB lines the case is linked to with their base → head diff, or that the diff does not explain it,
+and the base's prediction (what the agent answered before the change)."""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from bot.cases.model import Case
+from bot.compare import Comparison
 from bot.repair.kb import KBFiles, RefusedPath
 from bot.results import CaseResult
 
@@ -38,6 +44,11 @@ class FailureContext:
     instructions: str
     excerpts: tuple[Excerpt, ...]
     unused_refs: tuple[str, ...] = ()  # refs not shown (outside the KB, unreadable), named for the record
+    # From a check's comparison: "kb/metrics/dau.yaml lines 9–10" per linked cause, and their -/+ lines.
+    causes: tuple[str, ...] = ()
+    kb_diff: str = ""
+    explained: bool | None = None  # a regression of a linked comparison: whether the diff touched its spans
+    base_prediction: str | None = None
 
 
 def parse_refs(used: tuple[str, ...]) -> tuple[dict[str, list[tuple[int, int]]], list[str]]:
@@ -113,7 +124,21 @@ def _cut(text: str | None) -> str:
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + " ... (cut)"
 
 
-def failure_context(result: CaseResult, case: Case | None, kb: KBFiles) -> FailureContext:
+def _from_check(result: CaseResult, comparison: Comparison | None) -> dict[str, object]:
+    change = next((c for c in comparison.cases if c.id == result.id), None) if comparison else None
+    if comparison is None or change is None:
+        return {}
+    linked = comparison.causes_of(change.id)
+    explained = bool(linked) if comparison.linked and change.judged == "regressed" else None
+    diff = "\n".join(f"--- {c.file} {c.where}\n{c.diff}" for c in linked if c.diff)
+    return {"causes": tuple(f"{c.file} {c.where}" for c in linked), "kb_diff": _cut(diff),
+            "explained": explained, "base_prediction": _cut(change.base_sql) if change.base_sql else None}  # fmt: skip
+
+
+def failure_context(
+    result: CaseResult, case: Case | None, kb: KBFiles, *, comparison: Comparison | None = None
+) -> FailureContext:
+    """`comparison`: the check's, when the run is its head (cause links, base prediction)."""
     deciding = result.verdicts.get(result.deciding_scorer or "") if result.deciding_scorer else None
     structural = result.verdicts.get("structural")
     shown, skipped = excerpts(kb, result.prediction.used)
@@ -130,4 +155,5 @@ def failure_context(result: CaseResult, case: Case | None, kb: KBFiles) -> Failu
         instructions=_cut(case.instructions if case else ""),
         excerpts=shown,
         unused_refs=skipped,
+        **_from_check(result, comparison),  # type: ignore[arg-type]
     )

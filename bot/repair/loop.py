@@ -16,6 +16,7 @@ from bot.agents.base import AgentAdapter
 from bot.agents.env import agent_environment
 from bot.cases.loader import parse_duration_ms
 from bot.cases.model import Case, Suite
+from bot.compare import Comparison
 from bot.config import Config
 from bot.db.provision import Server
 from bot.llm import BudgetExhausted, LLMBadOutput, LLMError
@@ -92,6 +93,7 @@ class _Loop:
     stopped: str | None = None
     issues: list[str] = field(default_factory=list)
     improvements: list[str] = field(default_factory=list)
+    comparison: Comparison | None = None  # a check's (repair --from-check): cause links for the prompts
 
     # -- running the suite ---------------------------------------------------------------------------------
     def _run(self, cases: list[Case]) -> dict[str, CaseResult]:
@@ -195,7 +197,7 @@ class _Loop:
     # -- one case --------------------------------------------------------------------------------------------
     def repair_case(self, result: CaseResult) -> CaseRepair:
         case = next((c for c in self.suite.cases if c.id == result.id), None)
-        ctx = failure_context(result, case, self.kb)
+        ctx = failure_context(result, case, self.kb, comparison=self.comparison)
         files = sorted(self.kb.files())
         feedback: list[str] = []
         attempts: list[AttemptRecord] = []
@@ -312,6 +314,7 @@ def repair(
     agent_factory: Callable[[], AgentAdapter] | None = None,
     run_options: RunOptions | None = None,
     settings: Settings | None = None,
+    comparison: Comparison | None = None,
 ) -> RepairOutcome:
     kb = KBFiles.from_config(config)
     cap_budget(client, max_llm_calls)
@@ -321,7 +324,7 @@ def repair(
     loop = _Loop(run=run, suite=suite, server=server, client=client, kb=kb, tx=None, limits=limits,
                  agent_factory=agent_factory or default_agent_factory(config, settings),
                  opts=run_options or default_run_options(config), dry_run=dry_run,
-                 secrets=settings.secrets if settings else ())  # fmt: skip
+                 secrets=settings.secrets if settings else (), comparison=comparison)  # fmt: skip
     if evaluate_only:
         loop.latest = loop.full_run()
         return _outcome(loop, [], [], [], base_pass_rate=base_pass_rate, evaluated_only=True)

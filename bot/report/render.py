@@ -32,7 +32,7 @@ COMMENT_LIMIT = 65_536  # characters in a GitHub comment body
 SUMMARY_LIMIT = 1_048_576  # bytes in a GitHub job summary
 FORMATS = ("md", "summary", "html", "junit", "json")
 # How much of each untrusted text a report shows (characters); the full text is in the JSON and HTML reports.
-COMMENT_WIDTHS = {"question": 140, "reason": 220, "structural": 220, "sql": 3000}
+COMMENT_WIDTHS = {"question": 140, "reason": 220, "structural": 300, "sql": 3000}  # structural: its whole parts
 SUMMARY_WIDTHS = {"question": 300, "reason": 600, "structural": 600, "sql": 20_000}
 
 Subject = Comparison | RunResult
@@ -158,6 +158,12 @@ def render_html(subject: Subject, *, head: RunResult | None = None, base: RunRes
     return template.render(
         view=view, charts=_html_charts(view, head=head, base=base), rows=rows, colors=charts.GROUP_COLORS
     )
+
+
+def render_cases_text(rows: Sequence[CaseRow]) -> str:
+    """Cases for the terminal (`sqlcanary show`): question, verdict, cause, first and structural difference,
+    gold SQL and the base → head prediction diff, as plain text."""
+    return environment().get_template("show.txt.j2").render(rows=list(rows))
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from bot.compare import TRANSITIONS, CaseChange, Comparison, RateDelta
+from bot.report.explain import CauseView, case_causes, cause_views, prediction_diff, verdict_words
 from bot.results import STATUSES, CaseResult, Counts, RunMeta, RunResult
 
 LABELS = {
@@ -85,6 +86,21 @@ class CaseRow:
     source: str | None = None
     renamed_from: str | None = None
     outcome: str | None = None  # renamed: the pair's own transition
+    gold_sql: tuple[str, ...] = ()
+    used: tuple[str, ...] = ()  # the KB spans the head's answer used
+    causes: tuple[CauseView, ...] = ()  # the changed lines this regression is linked to (bot.causes)
+    explained: bool | None = None  # regressions of a linked comparison: whether the diff explains it
+
+    @property
+    def verdict(self) -> str:
+        """The verdict in words: "regressed: passed on base, fails on head"."""
+        return verdict_words(self.group, outcome=self.outcome, head_status=self.head_status,
+                             renamed_from=self.renamed_from, attempts=self.attempts if self.repeated else "")  # fmt: skip
+
+    @property
+    def sql_diff(self) -> str:
+        """base prediction → head prediction, unified."""
+        return prediction_diff(self.base_sql, self.head_sql)
 
     @property
     def judged(self) -> str:
@@ -139,6 +155,9 @@ class ReportView:
     omitted_details: int = 0
     baseline_reason: str = ""  # head_only: why there is no base run
     min_pass_rate: float | None = None  # head_only: the only rule that can fail it
+    linked: bool = False  # the comparison knew the diff: `causes` and `unexplained` are meaningful
+    causes: tuple[CauseView, ...] = ()
+    unexplained: tuple[str, ...] = ()  # regressed, and no KB line their answers used was changed
 
     @property
     def omitted(self) -> int:
@@ -153,8 +172,13 @@ def _rate(name: str, d: RateDelta) -> RateRow:
     return RateRow(name, d.base, d.head, d.base_rate, d.head_rate, d.delta)
 
 
-def row_from_change(c: CaseChange) -> CaseRow:
+def row_from_change(c: CaseChange, cmp: Comparison | None = None) -> CaseRow:
+    """One case's row; with its comparison, the causes it is linked to."""
+    linked = cmp is not None and cmp.linked and c.judged == "regressed"
+    causes = case_causes(cmp, c) if cmp is not None and linked else ()
     return CaseRow(
+        gold_sql=c.gold_sql, used=c.head_used or c.base_used, causes=causes,
+        explained=bool(causes) if linked else None,
         id=c.id, group=c.transition, question=c.question, category=c.category, tags=c.tags,
         base_status=c.base_status, head_status=c.head_status, base_passes=c.base_passes,
         base_repeats=c.base_repeats, head_passes=c.head_passes, head_repeats=c.head_repeats, flaky=c.flaky,
@@ -166,7 +190,7 @@ def row_from_change(c: CaseChange) -> CaseRow:
 
 def rows_from_comparison(cmp: Comparison) -> list[CaseRow]:
     """Every case as a row; head only: grouped by the head's status, as for a single run."""
-    rows = [row_from_change(c) for c in cmp.cases]
+    rows = [row_from_change(c, cmp) for c in cmp.cases]
     if cmp.baseline == "none":
         rows = [replace(r, group=r.head_status or r.group) for r in rows]
     return rows
@@ -220,7 +244,7 @@ def view_comparison(cmp: Comparison, *, sections: tuple[str, ...] | None = None)
     if cmp.baseline == "none":
         return view_head_only(cmp)
     keys = sections if sections is not None else tuple(t for t in TRANSITIONS if t != "still_passing")
-    built = _sections([row_from_change(c) for c in cmp.cases], keys)
+    built = _sections([row_from_change(c, cmp) for c in cmp.cases], keys)
     word, mark, headline = _comparison_headline(cmp)
     return ReportView(
         kind="comparison", verdict=cmp.verdict, word=word, mark=mark, headline=headline,
@@ -229,7 +253,7 @@ def view_comparison(cmp: Comparison, *, sections: tuple[str, ...] | None = None)
         by_tag=tuple(_rate(k, v) for k, v in sorted(cmp.by_tag.items())),
         counts=tuple((t, LABELS[t], cmp.counts[t]) for t in TRANSITIONS if cmp.counts.get(t)),
         sections=built, details=_details(built), base=cmp.base, head=cmp.head, total_cases=len(cmp.cases),
-        forced=cmp.forced,
+        forced=cmp.forced, linked=cmp.linked, causes=cause_views(cmp), unexplained=cmp.unexplained,
     )  # fmt: skip
 
 

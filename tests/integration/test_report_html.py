@@ -14,13 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from bot.compare import Comparison
+from bot.causes import explain_comparison, parse_diff
+from bot.compare import Comparison, compare_runs
 from bot.report import charts
 from bot.report.render import render_html
 from bot.results import read_run
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "golden"
-WINDOW = (1280, 2000)
+CAUSES = GOLDEN.parent / "causes"  # the two-cause check of the shop (see its make_fixture.py)
+CAUSE_BG = "#fde8e4"  # .cause in report.html.j2
+WINDOW = (1280, 3600)  # the charts come after the verdict, the causes and the failing cases
 BROWSERS = ("chromium", "chromium-browser", "/usr/bin/chromium")
 
 
@@ -32,7 +35,7 @@ def chromium() -> str:
     pytest.skip("headless Chromium is absent (Debian: apt-get install chromium)")
 
 
-def screenshot(html: str, workdir: Path, name: str) -> bytes:
+def screenshot(html: str, workdir: Path, name: str, window: tuple[int, int] = WINDOW) -> bytes:
     page = workdir / f"{name}.html"
     png = workdir / f"{name}.png"
     page.write_text(html, encoding="utf-8")
@@ -40,7 +43,7 @@ def screenshot(html: str, workdir: Path, name: str) -> bytes:
         chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
         "--hide-scrollbars", "--force-device-scale-factor=1", f"--user-data-dir={workdir / 'profile'}",
-        f"--screenshot={png}", f"--window-size={WINDOW[0]},{WINDOW[1]}", page.as_uri(),
+        f"--screenshot={png}", f"--window-size={window[0]},{window[1]}", page.as_uri(),
     ]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
     assert png.is_file(), f"Chromium wrote no screenshot (exit {done.returncode}): {done.stderr[-2000:]}"
@@ -168,3 +171,26 @@ def test_hostile_text_stays_text_in_the_browser(report_html: str, tmp_path: Path
     assert "<svg" in dom and "Pass rate by tag" in dom
     assert "<script" not in dom.lower()
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom
+
+
+def first_row(rows: list[bytes], bpp: int, colour: str, *, at_least: int) -> int | None:
+    """The first pixel row holding `at_least` pixels of `colour`: a box or a bar, not a glyph's stray pixel."""
+    want = rgb(colour)
+    for y, row in enumerate(rows):
+        if sum(p == want for p in zip(row[0::bpp], row[1::bpp], row[2::bpp], strict=True)) >= at_least:
+            return y
+    return None
+
+
+def test_screenshot_shows_the_causes_above_the_charts(tmp_path: Path) -> None:
+    """The two-cause report: the causes box is drawn near the top, the charts' bars far below it."""
+    chromium()
+    base, head = read_run(CAUSES / "base.json"), read_run(CAUSES / "head.json")
+    comparison = explain_comparison(compare_runs(base, head), parse_diff((CAUSES / "pr.diff").read_text()))
+    html = render_html(comparison, head=head, base=base)
+    _, height, rows, bpp = decode_png(screenshot(html, tmp_path, "causes", window=(1280, 5000)))
+    causes = first_row(rows, bpp, CAUSE_BG, at_least=300)
+    bars = [first_row(rows, bpp, c, at_least=60) for c in (charts.HEAD_COLOR, charts.BASE_COLOR)]
+    assert causes is not None and causes < 600, f"the causes box is not near the top (row {causes})"
+    assert all(b is not None for b in bars), f"no chart bars in the {height} px screenshot"
+    assert causes < min(b for b in bars if b is not None) - 1000, (causes, bars)

@@ -1,0 +1,324 @@
+"""Cause linking (bot.causes) and the per-case explanation every report shares.
+
+The two-cause fixture (tests/fixtures/causes, rebuilt by its make_fixture.py from a real `sqlcanary check` of the
+shop example with `missing_tz_filter` and `cpc_wrong_denominator` planted at once) is linked to its own diff and
+rendered into golden comment and HTML files: `SQLCANARY_UPDATE_GOLDEN=1` rewrites them."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bot.causes import (
+    FileDiff,
+    Hunk,
+    Regressed,
+    added_file,
+    explain_comparison,
+    link_causes,
+    parse_diff,
+    suite_folder,
+)
+from bot.cli import main as cli
+from bot.compare import COMPARISON_SCHEMA_VERSION, Comparison, compare_runs
+from bot.repair.context import failure_context
+from bot.repair.kb import KBFiles
+from bot.repair.prompts import case_messages
+from bot.report.render import render_comment, render_html, render_summary
+from bot.results import read_run
+from tests.unit.test_report import assert_golden, assert_inert
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "causes"
+REGRESSIONS = Path(__file__).resolve().parents[2] / "benchmarks" / "shop" / "regressions"
+SUITE = "benchmarks/shop"
+
+DIFF = """\
+diff --git a/s/kb/a.yaml b/s/kb/a.yaml
+index 1..2 100644
+--- a/s/kb/a.yaml
++++ b/s/kb/a.yaml
+@@ -3 +3 @@ name: a
+-x: 1
++x: 2
+@@ -10,2 +9,0 @@ y
+-gone: 1
+-gone: 2
+@@ -20,0 +19,2 @@ z
++new: 1
++new: 2
+diff --git a/s/kb/old.yaml b/s/kb/old.yaml
+deleted file mode 100644
+--- a/s/kb/old.yaml
++++ /dev/null
+@@ -1,2 +0,0 @@
+-a
+-b
+diff --git "a/s/kb/caf\\303\\251.yaml" "b/s/kb/caf\\303\\251.yaml"
+--- "a/s/kb/caf\\303\\251.yaml"
++++ "b/s/kb/caf\\303\\251.yaml"
+@@ -1 +1 @@
+-p
++q
+"""
+
+
+def test_parse_diff_reads_files_hunks_and_both_numberings() -> None:
+    files = {f.path: f for f in parse_diff(DIFF)}
+    assert set(files) == {"s/kb/a.yaml", "s/kb/old.yaml", "s/kb/café.yaml"}
+    a = files["s/kb/a.yaml"].hunks
+    assert [(h.old_start, h.old_count, h.new_start, h.new_count) for h in a] == [
+        (3, 1, 3, 1),
+        (10, 2, 9, 0),
+        (20, 0, 19, 2),
+    ]
+    assert a[0].text == "-x: 1\n+x: 2"
+    assert [h.lines for h in a] == [("head", 3, 3), ("base", 10, 11), ("head", 19, 20)]
+    assert files["s/kb/old.yaml"].hunks[0].lines == ("base", 1, 2)
+
+
+def test_a_new_untracked_file_is_all_added() -> None:
+    diff = added_file("s/kb/n.yaml", "a\nb\nc\n")
+    assert diff.hunks[0].lines == ("head", 1, 3) and diff.hunks[0].text.startswith("+a\n+b")
+
+
+def _link(*cases: Regressed, roots: tuple[str, ...] = ("s",)):
+    return link_causes(cases, parse_diff(DIFF), roots=roots)
+
+
+def test_head_spans_meet_new_lines_and_base_spans_meet_old_lines() -> None:
+    linked = _link(
+        Regressed("edited", head_used=("kb/a.yaml:1-5",)),
+        # lines 10-11 were deleted: only the base's answer could cite them
+        Regressed("deleted", head_used=("kb/a.yaml:12-14",), base_used=("kb/a.yaml:9-12",)),
+        Regressed("inserted", head_used=("kb/a.yaml:18-19",)),
+        Regressed(
+            "untouched", head_used=("kb/a.yaml:5-8", "kb/other.yaml:1-99"), base_used=("kb/a.yaml:5-8",)
+        ),
+        Regressed("no-spans"),
+        Regressed("removed-file", base_used=("kb/old.yaml:1-2",)),
+    )
+    by_where = {(c.file, c.where): c.cases for c in linked.causes}
+    assert by_where == {
+        ("s/kb/a.yaml", "line 3"): ("edited",),
+        ("s/kb/a.yaml", "lines 10–11 (removed)"): ("deleted",),
+        ("s/kb/a.yaml", "lines 19–20"): ("inserted",),
+        ("s/kb/old.yaml", "lines 1–2 (removed)"): ("removed-file",),
+    }
+    assert linked.unexplained == ("no-spans", "untouched")
+
+
+def test_a_pure_deletion_inside_a_head_span_touches_it_but_not_next_to_it() -> None:
+    inside = _link(Regressed("in", head_used=("kb/a.yaml:8-12",)))
+    after = _link(Regressed("after", head_used=("kb/a.yaml:10-12",)))
+    assert [c.cases for c in inside.causes] == [("in",)]
+    assert after.unexplained == ("after",)
+
+
+def test_cases_with_the_same_changed_lines_of_a_file_form_one_cause() -> None:
+    linked = _link(
+        Regressed("one", head_used=("kb/a.yaml:1-40",)),
+        Regressed("two", head_used=("kb/a.yaml:1-40",)),
+        Regressed("three", head_used=("kb/a.yaml:2-4",)),
+    )
+    assert [(c.where, c.cases) for c in linked.causes] == [
+        ("line 3", ("one", "three", "two")),
+        ("lines 10–11 (removed), 19–20", ("one", "two")),
+    ]
+
+
+def test_used_paths_resolve_under_the_suite_or_config_folder() -> None:
+    case = Regressed("x", head_used=("kb/a.yaml:3",))
+    assert _link(case, roots=("elsewhere", "s")).causes[0].file == "s/kb/a.yaml"
+    assert _link(case, roots=("elsewhere",)).unexplained == ("x",)
+    repo_relative = Regressed("y", head_used=("s/kb/a.yaml:3-3",))
+    assert _link(repo_relative, roots=()).causes[0].cases == ("y",)
+
+
+def test_suite_folder_from_a_worktree_path_and_repository_root_sources() -> None:
+    sources = ["benchmarks/shop/cases/a.yml:3", "benchmarks/shop/cases/b.yml:9", None]
+    assert suite_folder("/tmp/sqlcanary-head-x/tree/benchmarks/shop", sources) == "benchmarks/shop"
+    assert suite_folder("benchmarks/shop", sources) == "benchmarks/shop"
+    assert suite_folder("/elsewhere/suite", sources) == ""
+
+
+# --- the two-cause fixture ---------------------------------------------------------------------------------
+
+
+def breaks(name: str) -> set[str]:
+    return set(yaml.safe_load((REGRESSIONS / f"{name}.yml").read_text())["breaks"])
+
+
+@pytest.fixture(scope="module")
+def two_causes() -> Comparison:
+    base, head = read_run(FIXTURE / "base.json"), read_run(FIXTURE / "head.json")
+    gold = {k: tuple(v) for k, v in json.loads((FIXTURE / "gold.json").read_text()).items()}
+    diff = parse_diff((FIXTURE / "pr.diff").read_text())
+    # no roots given: the suite folder is found from the head's meta and the case sources
+    return explain_comparison(compare_runs(base, head), diff, gold=gold)
+
+
+def test_the_two_causes_name_their_lines_and_exactly_their_cases(two_causes: Comparison) -> None:
+    causes = {(c.file, c.where): set(c.cases) for c in two_causes.causes}
+    assert causes == {
+        (f"{SUITE}/kb/metrics/dau.yaml", "line 9"): breaks("missing_tz_filter"),
+        (f"{SUITE}/kb/metrics/cpc.yaml", "line 6"): breaks("cpc_wrong_denominator"),
+    }
+    assert two_causes.unexplained == ()
+    assert two_causes.linked and two_causes.schema_version == COMPARISON_SCHEMA_VERSION
+    assert {c.id for c in two_causes.judged_as("regressed")} == breaks("missing_tz_filter") | breaks(
+        "cpc_wrong_denominator"
+    )
+
+
+def _first_section(comment: str) -> str:
+    start = comment.index("\n### ")
+    return comment[start : comment.index("\n#", start + 5)]
+
+
+def test_the_comment_opens_with_the_causes(two_causes: Comparison) -> None:
+    text = render_comment(two_causes)
+    first = _first_section(text)
+    assert first.startswith("\n### Why: the lines this change touched")
+    assert text.index("### Why") < text.index("| Regressed |") < text.index("### Regressed (16)")
+    for line in first.splitlines():
+        if line.startswith("- `"):
+            ids = set(re.findall(r"`([^`]+)`", line.split("regressed**:", 1)[1]))
+            file = line[3 : line.index("`", 3)]
+            assert ids == {c.file: set(c.cases) for c in two_causes.causes}[file]
+    assert "  -  - tz_type = 'local'\n  +filters: []" in first
+    assert_inert(text)
+
+
+def test_every_case_block_explains_the_case(two_causes: Comparison) -> None:
+    text = render_comment(two_causes)
+    block = text[text.index("<details><summary><code>shop-ads-cpc-by-region-q4") :]
+    block = block[: block.index("</details>")]
+    for part in (
+        "**Question:** Cost per click by region in Q4 2025",
+        "**Verdict:** regressed: passed on base, fails on head",
+        f"**Cause:** `{SUITE}/kb/metrics/cpc.yaml` line 6 (changed here)",
+        "**First difference:**",
+        "**Structural difference:**",
+        "gold:\n\n```sql\n",
+        "prediction, base → head:\n\n```diff\n--- base\n+++ head\n",
+    ):
+        assert part in block, part
+    assert re.search(r"^-.*clicks", block, re.M) and re.search(r"^\+.*impressions", block, re.M)
+
+
+def test_two_cause_golden_comment_and_html(two_causes: Comparison) -> None:
+    head, base = read_run(FIXTURE / "head.json"), read_run(FIXTURE / "base.json")
+    assert_golden("causes_comment.md", render_comment(two_causes))
+    html = render_html(two_causes, head=head, base=base)
+    assert_golden("causes_report.html", html)
+    assert html.index('id="causes"') < html.index('id="regressed"') < html.index("<h2>Charts</h2>")
+
+
+@pytest.mark.parametrize("limit", [3000, 6000, 20_000])
+def test_a_small_limit_keeps_the_causes_and_stays_well_formed(two_causes: Comparison, limit: int) -> None:
+    for text in (render_comment(two_causes, limit=limit), render_summary(two_causes, limit=limit)):
+        assert len(text.encode()) <= limit
+        assert text.count("<details>") == text.count("</details>")
+        assert_inert(text)
+    assert "### Why" in render_comment(two_causes, limit=limit)
+
+
+def test_a_version_2_comparison_still_loads_and_renders(two_causes: Comparison) -> None:
+    raw = json.loads(two_causes.model_dump_json())
+    raw["schema_version"] = 2
+    for key in ("linked", "changed_files", "causes", "unexplained"):
+        del raw[key]
+    for case in raw["cases"]:
+        del case["gold_sql"], case["head_used"], case["base_used"]
+    old = Comparison.model_validate(raw)
+    assert not old.linked and "### Why" not in render_comment(old)
+
+
+def test_hostile_diff_text_stays_inert(two_causes: Comparison) -> None:
+    hostile = Hunk(old_start=1, old_count=1, new_start=1, new_count=1,
+                   text="-```\n+</details><script>x</script> @octocat #1\n+````")  # fmt: skip
+    cause = two_causes.causes[0].model_copy(update={"hunks": (hostile,), "file": "kb/`x`|<b>.yaml"})
+    text = render_comment(two_causes.model_copy(update={"causes": (cause, *two_causes.causes[1:])}))
+    assert_inert(text)
+    assert "`````diff" in text
+
+
+# --- sqlcanary show ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def check_dir(tmp_path: Path, two_causes: Comparison) -> Path:
+    for name in ("base.json", "head.json"):
+        (tmp_path / name).write_text((FIXTURE / name).read_text())
+    (tmp_path / "comparison.json").write_text(two_causes.model_dump_json(indent=2))
+    return tmp_path
+
+
+def test_show_prints_a_case_of_a_saved_run(check_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli(["show", str(check_dir / "head.json"), "shop-traffic-dau-id-nov"]) == 0
+    out = capsys.readouterr().out
+    for part in (
+        "== shop-traffic-dau-id-nov",
+        "question:          ID market DAU in November 2025",
+        "verdict:           regressed: passed on base, fails on head",
+        f"cause:             {SUITE}/kb/metrics/dau.yaml line 9 (changed here)",
+        "first difference:",
+        "gold SQL:",
+        "prediction, base → head:",
+        "    -  - tz_type = 'local'",
+    ):
+        assert part in out, part
+    assert "\x1b" not in out
+
+
+def test_show_without_ids_prints_every_failing_case(
+    check_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli(["show", str(check_dir / "head.json")]) == 0
+    shown = re.findall(r"^== (\S+)", capsys.readouterr().out, re.M)
+    assert set(shown) == breaks("missing_tz_filter") | breaks("cpc_wrong_denominator")
+
+
+def test_show_with_an_explicit_base(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    head = tmp_path / "run.json"
+    head.write_text((FIXTURE / "head.json").read_text())
+    assert cli(["show", str(head), "shop-ads-cpc-by-region-q4", "--base", str(FIXTURE / "base.json")]) == 0
+    out = capsys.readouterr().out
+    assert "prediction, base → head:" in out and "regressed: passed on base" in out
+
+
+def test_show_an_unknown_id_exits_2_with_the_closest(
+    check_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli(["show", str(check_dir / "head.json"), "shop-traffic-dau-id-no"]) == 2
+    err = capsys.readouterr().err
+    assert "no case 'shop-traffic-dau-id-no'" in err and "closest: shop-traffic-dau-id-nov" in err
+
+
+# --- the repair prompt ----------------------------------------------------------------------------------------
+
+
+def test_the_repair_prompt_gets_the_cause_and_the_kb_diff(two_causes: Comparison, tmp_path: Path) -> None:
+    head = read_run(FIXTURE / "head.json")
+    result = next(c for c in head.cases if c.id == "shop-traffic-dau-id-nov")
+    kb = KBFiles(root=tmp_path, globs=("kb/**/*.yaml",))
+    ctx = failure_context(result, None, kb, comparison=two_causes)
+    assert ctx.causes == (f"{SUITE}/kb/metrics/dau.yaml line 9",)
+    assert "-  - tz_type = 'local'" in ctx.kb_diff and ctx.explained is True
+    assert ctx.base_prediction and "tz_type = 'local'" in ctx.base_prediction
+    assert ctx.first_difference == result.verdicts["execution"].message
+    user = case_messages(ctx, globs=kb.globs, files=[], feedback=[], secrets=())[1]["content"]
+    assert "## What changed since the base commit" in user
+    assert "The change edited KB lines this answer used" in user and "+filters: []" in user
+    plain = failure_context(result, None, kb)
+    assert plain.causes == () and "What changed" not in case_messages(plain, globs=kb.globs, files=[],
+                                                                       feedback=[], secrets=())[1]["content"]  # fmt: skip
+
+
+def test_file_diff_models_round_trip() -> None:
+    files = parse_diff(DIFF)
+    assert tuple(FileDiff.model_validate_json(f.model_dump_json()) for f in files) == files
