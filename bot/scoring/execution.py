@@ -6,6 +6,7 @@ from bot.cases.model import CompareOptions
 from bot.results import ResultSet, Verdict
 from bot.scoring.order import OrderInfo, order_info
 from bot.scoring.presets import LEGACY, PRESETS, EvaluatorError
+from bot.scoring.rowkeys import alignment_keys
 from bot.scoring.tables import OrderCheck, TableOptions, compare_tables
 from bot.scoring.values import DEFAULT_ABS_TOL, DEFAULT_REL_TOL
 
@@ -73,7 +74,9 @@ def judge_results(
         datetime_as_date=bool(options.datetime_as_date),
         empty_gold_fails=bool(options.empty_gold_fails),
     )
-    tv = compare_tables(gold, pred, opts=opts, order=order)
+    tv = compare_tables(
+        gold, pred, opts=opts, order=order, keys=lambda: alignment_keys(gold_sql, gold.columns)
+    )
     details = dict(tv.details)
     details["alternative"] = alternative
     if tv.mapping is not None and tv.kind != "exact":

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from bot.results import ResultSet
+from bot.scoring.firstdiff import MAX_ROWS, first_difference, row_counts
 from bot.scoring.values import (
     APPROX_OIDS,
     DEFAULT_ABS_TOL,
@@ -23,6 +24,7 @@ from bot.scoring.values import (
 )
 
 MAX_PERMUTATIONS = 720
+MAX_EXPLAINED_MAPPINGS = 8
 
 
 @dataclass(frozen=True)
@@ -198,29 +200,6 @@ def _drop_tie_run(g: list, p: list, key_positions: tuple[int, ...]) -> tuple[lis
     return g_keep, p_keep, same_count
 
 
-def describe_difference(g: list, p: list, columns: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
-    if len(g) != len(p):
-        return (f"row count differs: gold has {len(g)} rows, prediction has {len(p)}",
-                {"gold_rows": len(g), "pred_rows": len(p)})  # fmt: skip
-    try:
-        missing = list((Counter(g) - Counter(p)).elements())
-        extra = list((Counter(p) - Counter(g)).elements())
-    except TypeError:
-        missing, extra = [r for r in g if r not in p], [r for r in p if r not in g]
-    if not missing:
-        return "rows differ", {}
-    gm = next(r for r in g if r in missing)
-    pe = extra[0] if extra else None
-    details = {"gold_row": show(gm, 200), "pred_row": show(pe, 200) if pe is not None else None,
-               "rows_missing": len(missing)}  # fmt: skip
-    if pe is not None and len(gm) == len(pe):
-        diffs = [i for i, (a, b) in enumerate(zip(gm, pe, strict=True)) if a != b]
-        if len(diffs) <= 2:
-            parts = [f"column `{columns[i]}`: gold {show(gm[i])}, prediction {show(pe[i])}" for i in diffs]
-            return f"{len(missing)} gold row(s) not matched; first: " + "; ".join(parts), details
-    return f"{len(missing)} gold row(s) not in the prediction, e.g. {show(gm)}", details
-
-
 def _raw_fast_path(
     gold: ResultSet, pred: ResultSet, *, order: OrderCheck | None, opts: TableOptions, flags: list[str]
 ) -> TableVerdict | None:
@@ -239,8 +218,15 @@ def _raw_fast_path(
 
 
 def compare_tables(
-    gold: ResultSet, pred: ResultSet, *, opts: TableOptions, order: OrderCheck | None = None
+    gold: ResultSet,
+    pred: ResultSet,
+    *,
+    opts: TableOptions,
+    order: OrderCheck | None = None,
+    keys: Callable[[], Sequence[tuple[int, ...]]] | None = None,
 ) -> TableVerdict:
+    """`keys` gives candidate row keys from the gold's SQL (gold column positions); called only to explain a
+    mismatch, so a passing case never pays for it."""
     flags: list[str] = []
     if gold.truncated or pred.truncated:
         flags.append("truncated")
@@ -292,7 +278,8 @@ def compare_tables(
         flags.append("set_semantics")
         g = _dedupe(g)
     mappings = candidate_mappings(gold, pred, g, p, opts.columns)
-    first_fail: tuple[str, dict] | None = None
+    tried: list[tuple[int, ...]] = []  # mappings under which the rows differ (for the first difference)
+    order_fail: str | None = None
     for mapping in mappings:
         pp = _project(p, mapping)
         if opts.rows == "set":
@@ -303,14 +290,13 @@ def compare_tables(
         approx = _approx_columns(gold, pred, mapping)
         equal, tolerant = _multiset_equal(gg, pc, approx, opts)
         if not (equal and counts_ok):
-            if first_fail is None:
-                first_fail = describe_difference(g, pp, gold.columns)
+            if len(tried) < MAX_EXPLAINED_MAPPINGS:
+                tried.append(mapping)
             continue
         if order is not None:
             ok, why = _order_ok(g, pp, order, opts)
             if not ok:
-                if first_fail is None or len(g) == len(pp):
-                    first_fail = (why, {})
+                order_fail = why
                 continue
         kind = "exact"
         if pw > gw:
@@ -323,7 +309,38 @@ def compare_tables(
             flags.append("within_tolerance")
         message = "results match" + ("" if kind == "exact" else f" ({kind.replace('_', ' ')})")
         return TableVerdict(True, kind, message, tuple(flags), {}, mapping)
-    if first_fail is None:
+    if order_fail is not None:
+        return TableVerdict(False, "mismatch", order_fail, tuple(flags), {})
+    message, details = _explain(gold, pred, g, p, tried=tried, opts=opts, keys=keys)
+    return TableVerdict(False, "mismatch", message, tuple(flags), details)
+
+
+def _explain(
+    gold: ResultSet,
+    pred: ResultSet,
+    g: list,
+    p: list,
+    *,
+    tried: list[tuple[int, ...]],
+    opts: TableOptions,
+    keys: Callable[[], Sequence[tuple[int, ...]]] | None,
+) -> tuple[str, dict[str, Any]]:
+    """The message of a failed comparison: the first difference between aligned rows (firstdiff.py), found only
+    now that the verdict is decided. Under set semantics both sides are compared as distinct rows."""
+    diff = first_difference(
+        g, p, columns=gold.columns, pred_columns=pred.columns, mappings=tried, keys=keys() if keys else (),
+        abs_tol=opts.abs_tol, rel_tol=opts.rel_tol, distinct=opts.rows == "set",
+        positional=opts.columns == "positional",
+    )  # fmt: skip
+    if not tried and (diff is None or diff.mapping_score == 0):
         names = ", ".join(gold.columns)
-        first_fail = (f"no column of the prediction lines up with the gold's ({names})", {})
-    return TableVerdict(False, "mismatch", first_fail[0], tuple(flags), first_fail[1])
+        return f"no column of the prediction lines up with the gold's ({names})", {}
+    if diff is not None:
+        counts = {"gold_rows": diff.gold_rows, "pred_rows": diff.pred_rows}
+        return diff.message(), {**counts, "first_difference": diff.details()}
+    gn, pn = len(g), len(_dedupe(_project(p, tried[0])) if opts.rows == "set" else p)
+    counts = {"gold_rows": gn, "pred_rows": pn}
+    text = row_counts(gn, pn) if gn != pn else "rows differ"
+    if max(len(g), len(p)) > MAX_ROWS:
+        text += f" (no aligned difference in the first {MAX_ROWS:,} rows of each side)"
+    return text, counts

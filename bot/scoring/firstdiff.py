@@ -1,0 +1,270 @@
+"""The first difference a person would point at, for a comparison that already failed.
+
+Rows are aligned by the columns that agree (the gold's GROUP BY or ORDER BY key when it pairs rows, else the
+column set pairing the most rows one to one, see alignment.py), then the smallest true difference is reported:
+a changed value in an aligned row, else a missing row, else an extra row, with how many rows differ. Pairing
+rows in sort order instead named two different months for one wrong value, and the repair loop, which reads
+the same text, chased that.
+
+Only the message depends on this: the verdict is decided before. The cost is bounded: at most `limit` rows of
+each side are read, by slicing, so a caller's sequence sees exactly which rows were looked at. Beyond that
+window a row is never called missing or extra (it may sit further down), and no count is claimed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from bot.scoring.alignment import Row, choose_key, choose_mapping, key_of
+from bot.scoring.values import close, show
+
+MAX_ROWS = 10_000  # rows of each side examined (the default row cap)
+SHOWN_COLUMNS = 2  # differing columns named in the message (details hold them all)
+SHOWN_VALUES = 3  # values shown for a missing or extra row
+SHOWN_KEY_COLUMNS = 4
+KEY_VALUE_WIDTH = 30
+MAX_NEAR = 50  # candidates tried for a row equal within the tolerance
+
+Kind = Literal["changed", "missing", "extra"]
+Cells = tuple[tuple[int, str, str], ...]  # (gold column position, column name, shown value)
+
+
+def row_counts(gold: int, pred: int) -> str:
+    return f"row count differs: gold has {gold} row{'' if gold == 1 else 's'}, prediction has {pred}"
+
+
+@dataclass(frozen=True)
+class FirstDifference:
+    kind: Kind
+    key: Cells  # the values naming the row; every column when no key aligned it
+    changes: tuple[tuple[int, str, str, str], ...] = ()  # changed: (position, column, gold, prediction)
+    values: Cells = ()  # missing / extra: the row's other values
+    differing: int | None = None  # None: not every row was examined
+    total: int | None = None
+    gold_rows: int = 0
+    pred_rows: int = 0
+    limit: int = MAX_ROWS
+    repeated: frozenset[str] = frozenset()  # column names the gold repeats (named with their position)
+    copies: tuple[int, int] = (0, 0)  # a whole row on both sides, more on one: (gold, prediction) counts
+    reorder: tuple[str, ...] = ()  # positional columns: the prediction's columns that would line up instead
+    mapping_score: int = field(default=1, compare=False)  # values the column mapping lines up (0: none)
+
+    def _name(self, pos: int, name: str, *, quote: bool = False) -> str:
+        shown = f"`{name}`" if quote else name
+        return f"{shown} (column {pos + 1})" if name in self.repeated else shown
+
+    def message(self) -> str:
+        text = self._message()
+        if self.reorder:
+            text += (
+                f"; the prediction's columns line up with the gold's in this order: {', '.join(self.reorder)}"
+            )
+        return text
+
+    def _message(self) -> str:
+        prefix = f"{row_counts(self.gold_rows, self.pred_rows)}; " if self.gold_rows != self.pred_rows else ""
+        if self.differing is None or self.total is None:
+            return f"{prefix}{self._detail()} (in the first {self.limit:,} rows of each side)"
+        verb = "differs" if self.differing == 1 else "differ"
+        rows = f"row{'' if self.total == 1 else 's'}"
+        return f"{prefix}{self.differing} of {self.total} {rows} {verb}; {self._detail()}"
+
+    def _detail(self) -> str:
+        key = ", ".join(f"{self._name(i, c)}={v}" for i, c, v in self.key[:SHOWN_KEY_COLUMNS])
+        key += ", …" if len(self.key) > SHOWN_KEY_COLUMNS else ""
+        if self.kind == "changed":
+            where = f" for ({key})" if key else ""
+            parts = [f"{self._name(i, c, quote=True)}{where if n == 0 else ''}: gold {g}, prediction {p}"
+                     for n, (i, c, g, p) in enumerate(self.changes[:SHOWN_COLUMNS])]  # fmt: skip
+            more = len(self.changes) - SHOWN_COLUMNS
+            return "; ".join(parts) + (f"; and {more} more column(s)" if more > 0 else "")
+        values = ", ".join(f"{self._name(i, c, quote=True)} {v}" for i, c, v in self.values[:SHOWN_VALUES])
+        values += ", …" if len(self.values) > SHOWN_VALUES else ""
+        if min(self.copies) > 0:
+            return f"row ({key}) is {self.copies[0]} times in the gold, {self.copies[1]} in the prediction"
+        if self.kind == "missing":
+            return f"row ({key}) is missing from the prediction" + (f" (gold: {values})" if values else "")
+        return f"row ({key}) is not in the gold" + (f" (prediction: {values})" if values else "")
+
+    def details(self) -> dict[str, Any]:
+        """JSON-ready, for reports and the repair loop: values as the message shows them, columns by name (with
+        their position when the gold repeats a name) and by gold position."""
+        first = self.changes[0] if self.changes else None
+        return {
+            "kind": self.kind,
+            "key": {self._name(i, c): v for i, c, v in self.key},
+            "key_positions": [i for i, _, _ in self.key],
+            "column": self._name(first[0], first[1]) if first else None,
+            "position": first[0] if first else None,
+            "gold": first[2] if first else None,
+            "prediction": first[3] if first else None,
+            "columns": [
+                {"position": i, "column": self._name(i, c), "gold": g, "prediction": p}
+                for i, c, g, p in self.changes
+            ],  # fmt: skip
+            "row": {self._name(i, c): v for i, c, v in self.values},
+            "differing": self.differing,
+            "total": self.total,
+            **({"copies": list(self.copies)} if min(self.copies) > 0 else {}),
+        }
+
+
+@dataclass
+class _Alignment:
+    # (number of differing columns, gold position, gold row, prediction row, differing columns)
+    changed: list[tuple[int, int, Row, Row, list[int]]] = field(default_factory=list)
+    # (position, row): rows left without a partner
+    missing: list[tuple[int, Row]] = field(default_factory=list)
+    extra: list[tuple[int, Row]] = field(default_factory=list)
+    pairs: int = 0
+
+
+def _unmatched(
+    g: list[Row], p: list[Row], tol: tuple[float, float]
+) -> tuple[list[tuple[int, Row]], list[tuple[int, Row]]]:
+    """The rows of each side (with their positions) left after cancelling rows equal on both sides, then rows
+    equal within the tolerance (found among rows whose numbers round alike)."""
+    gk: list[Any] = g
+    pk: list[Any] = p
+    try:
+        left_p, left_g = Counter(pk), Counter(gk)
+    except TypeError:
+        gk, pk = [repr(r) for r in g], [repr(r) for r in p]
+        left_p, left_g = Counter(pk), Counter(gk)
+    out: tuple[list[tuple[int, Row]], list[tuple[int, Row]]] = ([], [])
+    for side, hashes, rows, left in ((0, gk, g, left_p), (1, pk, p, left_g)):
+        for pos, (h, row) in enumerate(zip(hashes, rows, strict=True)):
+            if left[h] > 0:
+                left[h] -= 1
+            else:
+                out[side].append((pos, row))
+    rg, rp = out
+    if not rg or not rp:
+        return rg, rp
+    every = tuple(range(len(rg[0][1])))
+    near: dict[tuple[Any, ...], list[tuple[int, Row]]] = {}
+    for item in rp:
+        near.setdefault(key_of(item[1], every), []).append(item)
+    kept, taken = [], set()
+    for pos, row in rg:
+        bucket = near.get(key_of(row, every), [])
+        hit = next((n for n, c in enumerate(bucket[:MAX_NEAR]) if all(
+            close(a, b, abs_tol=tol[0], rel_tol=tol[1]) for a, b in zip(row, c[1], strict=True))), None)  # fmt: skip
+        if hit is None:
+            kept.append((pos, row))
+        else:
+            taken.add(bucket.pop(hit)[0])
+    return kept, [item for item in rp if item[0] not in taken]
+
+
+def _align(
+    rg: list[tuple[int, Row]],
+    rp: list[tuple[int, Row]],
+    key: tuple[int, ...],
+    *,
+    width: int,
+    tol: tuple[float, float],
+) -> _Alignment:
+    """Pairs the unmatched rows holding the same key value, one on each side; any other row is missing or
+    extra (several rows under one key could pair either way, so none is guessed)."""
+    others = [i for i in range(width) if i not in key]
+    groups: tuple[dict[tuple[Any, ...], list[tuple[int, Row]]], ...] = ({}, {})
+    for side, rows in ((0, rg), (1, rp)):
+        for pos, row in rows:
+            groups[side].setdefault(key_of(row, key), []).append((pos, row))
+    out = _Alignment()
+    for k in list(groups[0]) + [k for k in groups[1] if k not in groups[0]]:
+        gl, pl = groups[0].get(k, []), groups[1].get(k, [])
+        if len(gl) == len(pl) == 1:
+            (gpos, grow), (_, prow) = gl[0], pl[0]
+            out.pairs += 1
+            diff = [i for i in others if not close(grow[i], prow[i], abs_tol=tol[0], rel_tol=tol[1])]
+            if diff:
+                out.changed.append((len(diff), gpos, grow, prow, diff))
+            continue
+        out.missing.extend(gl)
+        out.extra.extend(pl)
+    return out
+
+
+def _distinct(rows: list[Row]) -> list[Row]:
+    try:
+        return list(dict.fromkeys(rows))
+    except TypeError:
+        firsts: dict[str, Row] = {}
+        for r in rows:
+            firsts.setdefault(repr(r), r)
+        return list(firsts.values())
+
+
+def first_difference(
+    gold: Sequence[Row],
+    pred: Sequence[Row],
+    *,
+    columns: tuple[str, ...],
+    pred_columns: tuple[str, ...],
+    mappings: Sequence[tuple[int, ...]] = (),
+    keys: Sequence[tuple[int, ...]] = (),
+    abs_tol: float,
+    rel_tol: float,
+    distinct: bool = False,
+    positional: bool = False,
+    limit: int = MAX_ROWS,
+) -> FirstDifference | None:
+    """The smallest true difference between normalised gold rows and prediction rows (in the prediction's own
+    column order; `mappings` are the column mappings the comparison tried, `keys` candidate row keys from the
+    gold's SQL as gold positions). None when the examined rows show none.
+
+    `distinct`: set semantics, duplicates are dropped once the prediction's columns are lined up. `positional`:
+    columns compare by position only, so position is kept even when another mapping lines up more values."""
+    complete = len(gold) <= limit and len(pred) <= limit
+    g = list(gold[:limit])
+    p_raw = list(pred[:limit])
+    mapping, score = choose_mapping(g, p_raw, (columns, pred_columns), mappings)
+    reorder: tuple[str, ...] = ()
+    if positional:
+        kept = tuple(mappings[0]) if mappings else tuple(range(len(columns)))
+        if mapping != kept and score > 0:  # say so: the values are there, in other columns
+            reorder = tuple(pred_columns[j] for j in mapping)
+        mapping, score = kept, 1
+    p = [tuple(r[j] for j in mapping) for r in p_raw]
+    if distinct:
+        g, p = _distinct(g), _distinct(p)
+    rg, rp = _unmatched(g, p, (abs_tol, rel_tol))
+    key = choose_key(g, [r for _, r in rg], [r for _, r in rp], width=len(columns), hints=keys,
+                     infer=not len(g) == len(p) == 1)  # fmt: skip
+    found = _align(rg, rp, key, width=len(columns), tol=(abs_tol, rel_tol))
+    repeated = frozenset(c for c, n in Counter(columns).items() if n > 1)
+    counts: dict[str, Any] = {"gold_rows": len(g), "pred_rows": len(p), "limit": limit, "mapping_score": score,
+                              "repeated": repeated, "reorder": reorder}  # fmt: skip
+    if complete:
+        counts["differing"] = len(found.changed) + len(found.missing) + len(found.extra)
+        counts["total"] = len(g) - len(rg) + found.pairs + len(found.missing) + len(found.extra)
+    else:
+        counts["gold_rows"], counts["pred_rows"] = len(gold), len(pred)
+
+    def named(row: Row, cols: Sequence[int]) -> Cells:
+        return tuple((i, columns[i], show(row[i], KEY_VALUE_WIDTH)) for i in cols)
+
+    if found.changed:
+        _, _, grow, prow, diff = min(found.changed, key=lambda t: (t[0], t[1]))
+        changes = tuple((i, columns[i], show(grow[i]), show(prow[i])) for i in diff)
+        return FirstDifference("changed", named(grow, key), changes, **counts)
+    # A row is surely missing (extra) only when the other side was read to its end.
+    sides: tuple[tuple[Kind, list[tuple[int, Row]], list[Row], bool], ...] = (
+        ("missing", found.missing, p, len(pred) <= limit),
+        ("extra", found.extra, g, len(gold) <= limit),
+    )
+    for kind, rows, other, other_read in sides:
+        if rows and other_read:
+            row = min(rows)[1]  # the first by position
+            named_key = key_of(row, key)
+            if not key or any(key_of(r, key) == named_key for r in other):  # the key would not single it out
+                copies = (sum(1 for r in g if r == row), sum(1 for r in p if r == row))
+                return FirstDifference(kind, named(row, range(len(columns))), copies=copies, **counts)
+            values = tuple((i, columns[i], show(row[i])) for i in range(len(columns)) if i not in key)
+            return FirstDifference(kind, named(row, key), values=values, **counts)
+    return None
