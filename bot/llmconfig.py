@@ -7,6 +7,7 @@ which sits above the config (ARCHITECTURE.md, import direction)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from urllib.parse import urlsplit
 
 from pydantic import Field
 
@@ -14,6 +15,17 @@ from bot.results import FrozenModel
 
 ENV_BASE_URL = "SQLCANARY_LLM_BASE_URL"
 ENV_MODEL = "SQLCANARY_LLM_MODEL"
+LOCAL_FIRST_TIMEOUT_S = 600.0  # a cold llama.cpp on 2 CPU cores reads a 7k-token prompt in about 200 s
+LOCAL_TIMEOUT_S = 180.0  # a warm local request: prompt tail plus a few hundred tokens at 10-20 tokens/s
+_LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1", "0.0.0.0", "host.docker.internal")
+
+
+def is_local(base_url: str | None) -> bool:
+    """A server on this machine (or the Docker host): slow on a CPU, often one request at a time."""
+    if not base_url:
+        return False
+    host = (urlsplit(base_url).hostname or "").lower()
+    return host in _LOCAL_HOSTS or host.startswith("127.") or host.endswith(".localhost")
 
 
 class BudgetSettings(FrozenModel):
@@ -39,13 +51,39 @@ class LLMSettings(FrozenModel):
     api_version: str | None = None  # Azure: sent as the `api-version` query parameter
     temperature: float = Field(default=0.0, ge=0, le=2)
     max_tokens: int | None = Field(default=2048, gt=0)
-    timeout_s: float = Field(default=60.0, gt=0)
+    # Seconds one request may take. None: 60 for a hosted API, LOCAL_TIMEOUT_S for a local base_url.
+    timeout_s: float | None = Field(default=None, gt=0)
+    # The requests sent before the first reply came back: a cold local server reads the whole prompt first
+    # (minutes on a CPU), and requests queued behind it wait as long. None: timeout_s for a hosted API,
+    # LOCAL_FIRST_TIMEOUT_S for a local base_url.
+    first_timeout_s: float | None = Field(default=None, gt=0)
+    # Requests in flight at once from one client (`--jobs` workers share it). None: 1 for a local base_url
+    # (llama.cpp and Ollama serve one request per slot: the others would queue there and time out), else no cap.
+    max_concurrency: int | None = Field(default=None, ge=1)
     max_retries: int = Field(default=3, ge=0, le=20)
     backoff_s: float = Field(default=1.0, ge=0)  # first retry waits about this long, doubling each time
     max_backoff_s: float = Field(default=30.0, ge=0)  # cap on one wait, Retry-After included
     budget: BudgetSettings = BudgetSettings()
     prices: dict[str, Price] = Field(default_factory=dict)
     cache: bool = True
+
+    @property
+    def request_timeout_s(self) -> float:
+        if self.timeout_s is not None:
+            return self.timeout_s
+        return LOCAL_TIMEOUT_S if is_local(self.base_url) else 60.0
+
+    @property
+    def cold_timeout_s(self) -> float:
+        if self.first_timeout_s is not None:
+            return max(self.first_timeout_s, self.request_timeout_s)
+        return max(LOCAL_FIRST_TIMEOUT_S, self.request_timeout_s) if is_local(self.base_url) else self.request_timeout_s
+
+    @property
+    def concurrency(self) -> int | None:
+        if self.max_concurrency is not None:
+            return self.max_concurrency
+        return 1 if is_local(self.base_url) else None
 
     def with_env(self, environ: Mapping[str, str]) -> LLMSettings:
         """SQLCANARY_LLM_BASE_URL / SQLCANARY_LLM_MODEL (in `environ`, the process's as `main` read it) win over

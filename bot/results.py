@@ -10,7 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from bot.errors import ResultFileError
 
@@ -165,6 +172,22 @@ class Summary(Counts):
     by_category: dict[str, Counts] = Field(default_factory=dict)
 
 
+class LLMUsage(FrozenModel):
+    """What a run's LLM calls cost (the `llm` agent): requests sent (retries and re-asks included), replies
+    served from the cache, tokens, estimated cost (None: the model has no price in `llm.prices`), and how the
+    replies parsed (as sent, repaired from fences or prose, unusable)."""
+
+    model: str = ""
+    calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0
+    parse_ok: int = 0
+    parse_repaired: int = 0
+    parse_failed: int = 0
+
+
 class RunMeta(FrozenModel):
     suite: str
     suite_hash: str
@@ -187,6 +210,15 @@ class RunMeta(FrozenModel):
     kb_fingerprint: str = ""
     agent_calls: int = 0  # answers the agent was asked for in this run
     cache_hits: int = 0  # answers taken from the answer cache instead
+    llm: LLMUsage | None = None  # the agent's LLM usage, for an agent that calls one (`--agent llm`)
+
+    @model_serializer(mode="wrap")
+    def _without_empty_llm(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """No `llm` key for a run without LLM calls: such a run is written exactly as before the field existed."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("llm") is None:
+            data.pop("llm", None)
+        return data
 
 
 class RunResult(FrozenModel):

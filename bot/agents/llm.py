@@ -1,6 +1,12 @@
 """`--agent llm[:CONFIG]`: the built-in agent. One LLM call per case (cached like every call): the schema of
-the case's database, the KB files the config names (`kb.paths`) and the question; JSON back with `sql` or a
-`clarification`.
+the case's database, the KB files the config names (`kb.paths`), the question and what its category asks for
+(a read-only query, a write or DDL statement, a cheaper query); JSON back with `sql` or a `clarification`.
+
+Its time is bounded by the `llm:` settings (`timeout_s`, `first_timeout_s`, `max_retries`), not by
+`agent.timeout`, which bounds process agents. With `--repeat K` at a temperature above 0 each attempt is its own
+request (the attempt is part of the reply cache's key); at temperature 0 the repeats come from the cache.
+A prompt longer than the model's context is sent again without the KB files least related to the case
+(bot.agents.llmkb); when even the question alone does not fit, the case errors with the limit named.
 
 Where things come from (the runner passes nothing special; AgentContext.options can say more):
 - the config: the argument (`llm:path/to/sqlcanary.yml`), else `options["config"]`, else sqlcanary.yml in the
@@ -14,30 +20,23 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bot.agents.base import AgentContext, Answer, scrub_answer
+from bot.agents.base import AgentContext, Answer, current_attempt, scrub_answer
+from bot.agents.llmkb import KbFile, fit, kb_chars, read_kb_files
 from bot.cases.model import Case
 from bot.config import CONFIG_NAMES, Config, load_config
 from bot.errors import AgentError, SqlcanaryError
-from bot.llm import BudgetExhausted, LLMBadOutput, LLMError, LLMSettings
+from bot.llm import BudgetExhausted, LLMBadOutput, LLMContextTooLong, LLMError, LLMSettings
+from bot.results import LLMUsage
 
 ANSWER_SCHEMA = {
     "type": "object",
     "properties": {"sql": {"type": ["string", "null"]}, "clarification": {"type": ["string", "null"]}},
     "required": ["sql"],
 }
-MAX_KB_CHARS = 200_000  # all KB files together; the rest is left out (and not listed in `used`)
-
-
-@dataclass(frozen=True)
-class KbFile:
-    path: str  # relative to the config's folder, posix ("kb/metrics/dau.yaml")
-    text: str
-
-
 def _find_config(arg: str, ctx: AgentContext) -> Config:
     named = arg or ctx.options.get("config")
     if named:
@@ -52,31 +51,6 @@ def _find_config(arg: str, ctx: AgentContext) -> Config:
         if (Path(ctx.base_dir) / name).is_file():
             return load_config(Path(ctx.base_dir) / name)
     return Config(base_dir=str(Path(ctx.base_dir).resolve()))
-
-
-def read_kb_files(config: Config, *, limit: int = MAX_KB_CHARS) -> list[KbFile]:
-    """Files matched by `kb.paths` under the config's folder (symlinks out of it are skipped), sorted."""
-    base = Path(config.base_dir).resolve()
-    found: dict[str, Path] = {}
-    for pattern in config.kb.paths:
-        if Path(pattern).is_absolute() or ".." in Path(pattern).parts:
-            continue
-        for p in base.glob(pattern):
-            real = p.resolve()
-            if p.is_file() and real.is_relative_to(base):
-                found[p.relative_to(base).as_posix()] = real
-    out: list[KbFile] = []
-    total = 0
-    for rel in sorted(found):
-        try:
-            text = found[rel].read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        if total + len(text) > limit:
-            break
-        total += len(text)
-        out.append(KbFile(rel, text))
-    return out
 
 
 def _per_db(value: Any, db: str) -> Any:
@@ -106,6 +80,7 @@ class LLMAgent:
             raise AgentError(f"llm agent: {exc}") from exc
         self.name = f"llm:{self.client.settings.model}"
         self._schemas: dict[str, str] = {}
+        self._kb_budget: int | None = None  # KB characters known to fit the model's context, once one did not
         self._lock = threading.Lock()
 
     # ---- schema ----------------------------------------------------------------------------------------------
@@ -137,14 +112,17 @@ class LLMAgent:
         return ""
 
     # ---- prompt and answer -----------------------------------------------------------------------------------
-    def messages(self, case: Case) -> list[dict[str, str]]:
+    def messages(self, case: Case, kb_files: Sequence[KbFile] | None = None) -> list[dict[str, str]]:
+        """The system prompt is the same for every case and the case comes last (question, category, what to
+        write): the longest possible prefix is shared, which a local server reads once."""
         from bot.templating import environment
 
         env = environment()
         system = env.get_template("prompts/agent_system.md.j2").render()
         user = env.get_template("prompts/agent.md.j2").render(
-            db=case.db, schema=self.schema_for(case.db).strip(), kb_files=self.kb_files,
-            question=case.question, instructions=case.instructions or "",
+            db=case.db, schema=self.schema_for(case.db).strip(),
+            kb_files=self.kb_files if kb_files is None else kb_files, question=case.question,
+            instructions=case.instructions or "", category=case.category,
         )  # fmt: skip
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
@@ -154,11 +132,11 @@ class LLMAgent:
 
     def _answer(self, case: Case) -> Answer:
         started = time.perf_counter()
-        used = tuple(f.path for f in self.kb_files)
         try:
-            reply = self.client.complete_json(
-                self.messages(case), schema=ANSWER_SCHEMA, required=("sql",), purpose=f"case {case.id}"
-            )
+            reply, files = self._ask(case)
+        except LLMContextTooLong as exc:
+            return Answer(error=f"{exc.message}; even without any KB file", error_class="agent_context_too_long",
+                          duration_s=time.perf_counter() - started)  # fmt: skip
         except LLMBadOutput as exc:
             return Answer(
                 error=str(exc), error_class="agent_bad_output", duration_s=time.perf_counter() - started
@@ -168,6 +146,7 @@ class LLMAgent:
                 error=str(exc), error_class="agent_crashed", duration_s=time.perf_counter() - started
             )
         took = time.perf_counter() - started
+        used = tuple(f.path for f in files)
         sql, clarification = reply.data.get("sql"), reply.data.get("clarification")
         if isinstance(sql, str) and sql.strip():
             return Answer(sql=sql, used=used, duration_s=took)
@@ -176,6 +155,51 @@ class LLMAgent:
                           error_class="agent_declined", used=used, duration_s=took)  # fmt: skip
         return Answer(error="the LLM returned neither sql nor a clarification", error_class="agent_empty",
                       used=used, duration_s=took)  # fmt: skip
+
+    def _ask(self, case: Case):
+        """(reply, the KB files its prompt held). On a context-length error, again with the files least related
+        to the case dropped until the prompt fits; the smaller KB is remembered for the cases after it."""
+        question = f"{case.question}\n{case.instructions or ''}"
+        files = list(self.kb_files)
+        with self._lock:
+            budget = self._kb_budget
+        if budget is not None and kb_chars(files) > budget:
+            files = fit(files, question, max_chars=budget)
+        while True:
+            messages = self.messages(case, files)
+            try:
+                reply = self.client.complete_json(messages, schema=ANSWER_SCHEMA, required=("sql",),
+                                                  purpose=f"case {case.id}", attempt=current_attempt.get())  # fmt: skip
+                return reply, files
+            except LLMContextTooLong as exc:
+                if not files:
+                    raise
+                budget = self._smaller_kb(files, messages, exc)
+                smaller = fit(files, question, max_chars=budget)
+                files = smaller if len(smaller) < len(files) else []
+
+    def _smaller_kb(self, files: Sequence[KbFile], messages: list[dict[str, str]], exc: LLMContextTooLong) -> int:
+        """KB characters that should fit: the excess the server reported (with room for the reply), else half."""
+        have = kb_chars(files)
+        prompt_chars = sum(len(m["content"]) for m in messages)
+        budget = have // 2
+        if exc.limit and exc.prompt_tokens:
+            per_token = prompt_chars / exc.prompt_tokens
+            reply_room = min(self.client.settings.max_tokens or 0, exc.limit // 4)
+            excess = (exc.prompt_tokens - (exc.limit - reply_room)) * per_token * 1.1
+            budget = min(have - 1, int(have - excess)) if excess > 0 else budget
+        budget = max(0, budget)
+        with self._lock:
+            self._kb_budget = budget if self._kb_budget is None else min(self._kb_budget, budget)
+        return budget
+
+    def llm_usage(self) -> LLMUsage:
+        """The run's LLM usage for RunMeta.llm and the summary line."""
+        usage = self.client.usage
+        ok, repaired, failed = self.client.parse_stats
+        return LLMUsage(model=self.client.settings.model, calls=usage.calls, cached_calls=usage.cached_calls,
+                        prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+                        cost_usd=usage.cost_usd, parse_ok=ok, parse_repaired=repaired, parse_failed=failed)  # fmt: skip
 
     def close(self) -> None:
         pass

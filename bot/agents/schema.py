@@ -4,6 +4,7 @@ bot.llm (the client): it splits fixture files with bot.db, a sibling layer that 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -48,8 +49,23 @@ def render_tables(rows: Iterable[tuple]) -> str:
     return "\n\n".join(out) + ("\n" if out else "")
 
 
+_COMMENT = re.compile(
+    r"^COMMENT\s+ON\s+(?P<kind>TABLE|COLUMN)\s+(?P<target>[\w.\"]+)\s+IS\s+(?P<text>'(?:[^']|'')*'(?:\s*\n\s*'(?:[^']|'')*')*)\s*;?$",
+    re.I | re.S,
+)
+_CREATE_TABLE = re.compile(r"^CREATE\s+(?:UNLOGGED\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?([\w.\"]+)", re.I)
+_COLUMN_LINE = re.compile(r"^(\s*)(\"?[A-Za-z_][\w$]*\"?)(\s+\S.*)$")
+
+
+def _bare(name: str) -> str:
+    """`public."Orders"` -> `Orders`: the table or column name a COMMENT statement and a CREATE TABLE share."""
+    return name.split(".")[-1].strip('"')
+
+
 def describe_fixture(files: Iterable[Path]) -> str:
-    """The DDL and COMMENT statements of fixture files (no data, no functions): a schema without a database."""
+    """The DDL of fixture files (no data, no functions): a schema without a database. Each COMMENT ON TABLE /
+    COLUMN is written beside the table or column it describes (`-- ...`), where a model reads it with the
+    column, rather than as a separate statement many lines later."""
     from bot.db.statements import UnsafeSQL, split_statements
 
     kept: list[str] = []
@@ -63,4 +79,42 @@ def describe_fixture(files: Iterable[Path]) -> str:
             text = "\n".join(lines).strip()
             if " ".join(text.split()[:4]).upper().startswith(_KEEP):
                 kept.append(text + ";")
-    return "\n".join(kept) + ("\n" if kept else "")
+    return _attach_comments(kept)
+
+
+def _attach_comments(statements: list[str]) -> str:
+    tables: dict[str, str] = {}
+    columns: dict[tuple[str, str], str] = {}
+    created = {_bare(m.group(1)) for st in statements if (m := _CREATE_TABLE.match(st))}
+    out: list[str] = []
+    for st in statements:
+        m = _COMMENT.match(st)
+        if m is None:
+            out.append(st)
+            continue
+        pieces = re.findall(r"'((?:[^']|'')*)'", m["text"])  # 'a' 'b' on separate lines is one literal
+        text = " ".join("".join(pieces).replace("''", "'").split())
+        parts = [p.strip('"') for p in m["target"].split(".")]
+        if m["kind"].upper() == "TABLE" and parts[-1] in created:
+            tables[parts[-1]] = text
+        elif m["kind"].upper() == "COLUMN" and len(parts) >= 2 and parts[-2] in created:
+            columns[(parts[-2], parts[-1])] = text
+        else:
+            out.append(st)  # on a view or something else: kept as it is
+    rendered = [_annotate(st, tables, columns) for st in out]
+    return "\n".join(rendered) + ("\n" if rendered else "")
+
+
+def _annotate(statement: str, tables: dict[str, str], columns: dict[tuple[str, str], str]) -> str:
+    m = _CREATE_TABLE.match(statement)
+    if m is None:
+        return statement
+    table = _bare(m.group(1))
+    lines = statement.splitlines()
+    for i, line in enumerate(lines[1:], start=1):
+        col = _COLUMN_LINE.match(line)
+        note = columns.get((table, col.group(2).strip('"'))) if col else None
+        if note:
+            lines[i] = f"{line}  -- {note}"
+    head = f"-- {tables[table]}\n" if table in tables else ""
+    return head + "\n".join(lines)

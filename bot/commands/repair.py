@@ -11,7 +11,7 @@ from pathlib import Path
 from bot.cases.loader import load_suite
 from bot.config import Config, database_url, find_config
 from bot.errors import EXIT_BAD_INPUT, EXIT_OK, ConfigError
-from bot.results import read_run, write_json_atomic
+from bot.results import RunResult, count, read_run, write_json_atomic
 from bot.secrets import scrub
 from bot.settings import Settings
 
@@ -88,6 +88,12 @@ def _positive(args: argparse.Namespace) -> None:
         raise ConfigError("--max-critique must be at least 0")
 
 
+def base_pass_rate(base: RunResult, suite) -> float | None:
+    """The base run's pass rate over the suite's cases only, like the head's and the repaired one's."""
+    ids = {c.id for c in suite.cases}
+    return count([c for c in base.cases if c.id in ids]).pass_rate
+
+
 def make_client(config: Config, *, max_calls: int, settings: Settings):
     """The LLM client, its call budget capped at --max-llm-calls (the endpoint never sees more requests)."""
     from bot.llm import LLMClient
@@ -151,7 +157,7 @@ def main(args: argparse.Namespace, settings: Settings) -> int:
     if not suite_path:
         raise ConfigError("no suite: pass --suite or set `suite:` in sqlcanary.yml", path=args.run_file)
     suite = load_suite(suite_path)
-    base = read_run(args.base).summary.pass_rate if args.base else None
+    base = base_pass_rate(read_run(args.base), suite) if args.base else None
     client = _NoLLM() if args.no_repair else make_client(config, max_calls=args.max_llm_calls, settings=settings)
     server = provision(dsn=database_url(args.dsn, config, settings.database_url),
                        mode=args.postgres or config.postgres, cache_dir=settings.embedded_dir)  # fmt: skip

@@ -20,8 +20,8 @@ from bot.config import Config, database_url, find_config
 from bot.db.provision import provision
 from bot.errors import EXIT_BUG, EXIT_GATE, EXIT_OK, AgentError, ConfigError
 from bot.fingerprint import AgentInputs, agent_fingerprint, kb_fingerprint, uses_answer_cache
-from bot.report.console import Progress, problem_lines, summary_table
-from bot.results import RunResult
+from bot.report.console import Progress, llm_usage_line, problem_lines, summary_table
+from bot.results import RunResult, write_run
 from bot.runner import RunOptions, run_suite
 from bot.scoring.presets import PRESETS
 from bot.settings import Settings
@@ -54,7 +54,12 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
         help="gold | gold:all | predictions:PATH | run:RUN.json | command:CMD | "
         "python:FILE_OR_MODULE:FUNCTION (default: the config's agent, else gold)",
     )
-    p.add_argument("--agent-timeout", type=float, help="seconds an agent may take per case (default 120)")
+    p.add_argument(
+        "--agent-timeout",
+        type=float,
+        help="seconds a process agent may take per case (default 120; the llm agent's requests are bounded by "
+        "llm.timeout_s and llm.first_timeout_s instead)",
+    )
     p.add_argument(
         "--persistent", action="store_true", help="command agents: one long-lived JSON-lines process"
     )
@@ -206,11 +211,14 @@ def run_command(req: RunRequest, settings: Settings) -> int:
         run = run_suite(suite, cases, agent, server, opts, progress=progress)
     finally:
         progress.close()
+    run = with_llm_usage(run, agent, out)
     print(summary_table(run))
     problems = problem_lines(run)
     if problems:
         print("\nnot passed:\n" + problems)
     print(f"\nresults written to {out} ({run.meta.duration_s:.1f}s{_calls_note(run)})")
+    if run.meta.llm is not None:
+        print(llm_usage_line(run.meta.llm))
     bugs = [c.id for c in run.cases if c.error_class == "internal_error"]
     if bugs:
         print(
@@ -230,6 +238,17 @@ def run_command(req: RunRequest, settings: Settings) -> int:
             )
             return EXIT_GATE
     return EXIT_OK
+
+
+def with_llm_usage(run: RunResult, agent: object, out: Path) -> RunResult:
+    """The run with its agent's LLM usage in `meta.llm` (an agent that calls an LLM says so with
+    `llm_usage()`), written again to `out`; other agents' runs are returned as they are."""
+    usage_of = getattr(agent, "llm_usage", None)
+    if not callable(usage_of):
+        return run
+    run = run.model_copy(update={"meta": run.meta.model_copy(update={"llm": usage_of()})})
+    write_run(out, run)
+    return run
 
 
 def agent_failure(run: RunResult) -> str | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bot.llm.errors import BudgetExhausted, LLMBadOutput, LLMError, LLMUnavailable, redact
+from bot.llm.errors import BudgetExhausted, LLMBadOutput, LLMContextTooLong, LLMError, LLMUnavailable, redact
 from bot.llm.types import JsonReply, ParseStats, TextReply, Usage
 from bot.llmconfig import LLMSettings
 
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from bot.llm.client import LLMClient
 
 __all__ = [
-    "BudgetExhausted", "JsonReply", "LLMBadOutput", "LLMClient", "LLMError", "LLMSettings", "LLMUnavailable",
+    "BudgetExhausted", "JsonReply", "LLMBadOutput", "LLMClient", "LLMContextTooLong", "LLMError", "LLMSettings", "LLMUnavailable",
     "ParseStats", "TextReply", "Usage", "redact",
 ]  # fmt: skip
 

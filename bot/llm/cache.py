@@ -1,6 +1,8 @@
 """Content-addressed on-disk cache of LLM replies: one JSON file per request hash, written atomically.
 
 The key is sha256 over (base_url, model, messages, schema, temperature, max_tokens, kind): never the API key.
+At a temperature above 0 the caller adds the attempt (`--repeat K` asks K times and must get K samples, not one
+reply replayed K times); at 0 the attempt is left out, so repeats are served from the cache.
 A file holds the reply text and its token usage, nothing else."""
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ def request_key(
     temperature: float,
     max_tokens: int | None,
     kind: str,
+    attempt: int | None = None,
 ) -> str:
-    doc = {
+    doc: dict[str, Any] = {
         "base_url": base_url or "",
         "model": model,
         "messages": messages,
@@ -39,6 +42,8 @@ def request_key(
         "max_tokens": max_tokens,
         "kind": kind,
     }
+    if attempt is not None:
+        doc["attempt"] = attempt  # only when given: keys made before attempts existed stay valid
     blob = json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 

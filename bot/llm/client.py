@@ -1,6 +1,11 @@
 """One client over the `openai` package for any OpenAI-compatible endpoint, with our own retries, strict JSON,
 a reply cache, budgets and usage. The openai client's own retries are off (max_retries=0): ours count against
-the budget and honour Retry-After within a cap."""
+the budget and honour Retry-After within a cap.
+
+Slow local servers: requests sent before the first reply get `first_timeout_s` (a cold llama.cpp reads the whole
+prompt first), later ones `timeout_s`; at most `max_concurrency` requests are in flight (1 for a local base_url),
+so `--jobs` workers queue here, where no timeout runs, instead of in the server's one slot. A prompt longer
+than the model's context is LLMContextTooLong, never a reason to drop the JSON response format."""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -17,7 +23,8 @@ import openai
 
 from bot.llm.budget import Budget, estimate_tokens
 from bot.llm.cache import CachedReply, ReplyCache, request_key
-from bot.llm.errors import BudgetExhausted, LLMBadOutput, LLMUnavailable, redact
+from bot.llm.errors import BudgetExhausted, LLMBadOutput, LLMContextTooLong, LLMUnavailable, redact
+from bot.llm.failures import context_overflow, overflow_message, retry_after_s, timeout_hint
 from bot.llm.jsonparse import JsonParseError, Parsed, parse_json_object, validate
 from bot.llm.pricing import estimate_cost
 from bot.llm.types import JsonReply, ParseStats, TextReply, Usage
@@ -25,7 +32,7 @@ from bot.llmconfig import LLMSettings
 
 log = logging.getLogger("sqlcanary.llm")
 
-FORMATS = ("json_schema", "json_object", "none")  # what to ask for, best first; a 400 steps down once
+FORMATS = ("json_schema", "json_object", "none")  # what to ask for, best first; a 400 steps down
 _RETRYABLE = (
     openai.RateLimitError,
     openai.InternalServerError,
@@ -48,23 +55,16 @@ class _Call:
     requests: int = 1  # requests sent for this call (retries and format step-downs included)
 
 
-class _FormatRejected(Exception):
-    pass
+class _Rejected(Exception):
+    """An HTTP 4xx that retrying cannot fix; a 400 with a response_format may be the format's fault."""
+
+    def __init__(self, exc: Exception) -> None:
+        self.exc = exc
 
 
-def retry_after_s(exc: Exception) -> float | None:
-    """Seconds the server asked us to wait (retry-after-ms or Retry-After in seconds), if it did."""
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None) or {}
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            return max(0.0, float(value) * scale)
-        except ValueError:
-            continue  # an HTTP date: fall back to our own backoff
-    return None
+class _TimedOut(Exception):
+    def __init__(self, exc: Exception, seconds: float, cold: bool) -> None:
+        self.exc, self.seconds, self.cold = exc, seconds, cold
 
 
 class LLMClient:
@@ -94,6 +94,9 @@ class LLMClient:
         self._sleep, self._jitter = sleep, jitter
         self._lock = threading.Lock()
         self._format = 0
+        self._warm = False  # a reply came back: the server has read (and cached) a prompt once
+        n = self.settings.concurrency
+        self._slots = threading.BoundedSemaphore(n) if n else None
         self._totals = Usage()
         self._stats = ParseStats()
         self._openai = self._make_openai()
@@ -101,7 +104,7 @@ class LLMClient:
     def _make_openai(self) -> openai.OpenAI:
         key = self.__key or _NO_KEY
         kwargs: dict[str, Any] = {"api_key": key, "base_url": self.settings.base_url, "max_retries": 0,
-                                  "timeout": self.settings.timeout_s}  # fmt: skip
+                                  "timeout": self.settings.request_timeout_s}  # fmt: skip
         if self.settings.api_version:  # Azure's OpenAI-compatible endpoint
             kwargs["default_query"] = {"api-version": self.settings.api_version}
             kwargs["default_headers"] = {"api-key": key}
@@ -136,8 +139,9 @@ class LLMClient:
         return FORMATS[self._format]
 
     # ---- calls ---------------------------------------------------------------------------------------------
-    def complete_text(self, messages: list[dict], *, purpose: str = "") -> TextReply:
-        key = self._key(messages, schema=None, kind="text")
+    def complete_text(self, messages: list[dict], *, purpose: str = "", attempt: int | None = None) -> TextReply:
+        """`attempt`: which of K repeats this is; at a temperature above 0 each gets its own cached reply."""
+        key = self._key(messages, schema=None, kind="text", attempt=attempt)
         hit = self.cache.get(key) if self.cache else None
         if hit is not None:
             self._add(Usage(cached_calls=1))
@@ -148,9 +152,15 @@ class LLMClient:
         return TextReply(call.text, self._usage_of([call]), cached=False)
 
     def complete_json(
-        self, messages: list[dict], *, schema: dict, required: tuple[str, ...] = (), purpose: str = ""
+        self,
+        messages: list[dict],
+        *,
+        schema: dict,
+        required: tuple[str, ...] = (),
+        purpose: str = "",
+        attempt: int | None = None,
     ) -> JsonReply:
-        key = self._key(messages, schema=schema, kind="json")
+        key = self._key(messages, schema=schema, kind="json", attempt=attempt)
         hit = self.cache.get(key) if self.cache else None
         if hit is not None:
             try:
@@ -219,10 +229,12 @@ class LLMClient:
         ]
 
     # ---- transport -----------------------------------------------------------------------------------------
-    def _key(self, messages: list[dict], *, schema: dict | None, kind: str) -> str:
+    def _key(self, messages: list[dict], *, schema: dict | None, kind: str, attempt: int | None) -> str:
         s = self.settings
+        sampled = attempt if s.temperature > 0 else None  # at temperature 0 every attempt gets the same reply
         return request_key(base_url=s.base_url, model=s.model, messages=messages, schema=schema,
-                           temperature=s.temperature, max_tokens=s.max_tokens, kind=kind)  # fmt: skip
+                           temperature=s.temperature, max_tokens=s.max_tokens, kind=kind,
+                           attempt=sampled)  # fmt: skip
 
     def _add(self, usage: Usage) -> None:
         with self._lock:
@@ -244,28 +256,38 @@ class LLMClient:
         return {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema, "strict": False}}
 
     def _send(self, messages: list[dict], *, schema: dict | None, purpose: str) -> _Call:
-        """One logical call: retries on 429/5xx/timeouts, steps the response format down on a 400."""
+        """One logical call: retries on 429/5xx/timeouts; on a 400 tries the next response format, and keeps
+        using the one that worked. Errors count every request this call sent."""
         failures = sent = 0
+        level = self._format
         while True:
-            level = self._format
+            sent += 1
             try:
-                sent += 1
-                return replace(self._request(messages, self._format_arg(schema, level), purpose=purpose),
-                               requests=sent)  # fmt: skip
-            except BudgetExhausted:
-                raise
-            except _FormatRejected:
-                with self._lock:
-                    if self._format == level and level < len(FORMATS) - 1:
-                        self._format = level + 1
-                log.info(
-                    "the endpoint rejected response_format=%s: using %s", FORMATS[level], self.response_format
-                )
+                call = self._request(messages, self._format_arg(schema, level), purpose=purpose)
+            except _Rejected as rej:
+                status = getattr(rej.exc, "status_code", None)
+                if status == 400 and schema is not None and level < len(FORMATS) - 1:
+                    log.info("the endpoint rejected response_format=%s: trying %s", FORMATS[level],
+                             FORMATS[level + 1])  # fmt: skip
+                    level += 1
+                    continue
+                raise LLMUnavailable(self._unavailable(rej.exc, sent, purpose)) from None
+            except _TimedOut as t:
+                failures += 1
+                if failures > self.settings.max_retries:
+                    raise LLMUnavailable(self._unavailable(t.exc, sent, purpose, hint=timeout_hint(
+                        t.seconds, cold=t.cold))) from None  # fmt: skip
+                self._sleep(self._delay(t.exc, failures))
+                continue
             except _RETRYABLE as exc:
                 failures += 1
                 if failures > self.settings.max_retries:
-                    raise LLMUnavailable(self._unavailable(exc, failures, purpose)) from None
+                    raise LLMUnavailable(self._unavailable(exc, sent, purpose)) from None
                 self._sleep(self._delay(exc, failures))
+                continue
+            with self._lock:
+                self._format = max(self._format, level)
+            return replace(call, requests=sent)
 
     def _delay(self, exc: Exception, failures: int) -> float:
         s = self.settings
@@ -273,15 +295,19 @@ class LLMClient:
         own = s.backoff_s * (2 ** (failures - 1)) * (0.5 + self._jitter())
         return min(s.max_backoff_s, asked if asked is not None else own)
 
-    def _unavailable(self, exc: Exception, attempts: int, purpose: str) -> str:
+    def _unavailable(self, exc: Exception, attempts: int, purpose: str, *, hint: str = "") -> str:
         what = f" for {purpose}" if purpose else ""
         where = self.settings.base_url or "the OpenAI API"
         status = getattr(exc, "status_code", None)
         reason = f"HTTP {status}" if status else type(exc).__name__
+        detail = hint or str(exc)[:300]
         return self.redact(
             f"the LLM at {where} (model {self.settings.model}) failed{what} after {attempts} attempt(s): "
-            f"{reason}: {str(exc)[:300]}"
+            f"{reason}: {detail}"
         )
+
+    def _slot(self) -> AbstractContextManager[Any]:
+        return self._slots if self._slots is not None else nullcontext()
 
     def _request(self, messages: list[dict], response_format: dict | None, *, purpose: str) -> _Call:
         s = self.settings
@@ -293,21 +319,32 @@ class LLMClient:
             kwargs["max_tokens"] = s.max_tokens
         if response_format is not None:
             kwargs["response_format"] = response_format
-        try:
-            response = self._openai.chat.completions.create(**kwargs)
-        except openai.BadRequestError as exc:
-            if response_format is not None:
-                raise _FormatRejected() from None
-            raise LLMUnavailable(self._unavailable(exc, 1, purpose)) from None
-        except _RETRYABLE:
-            raise
-        except openai.APIStatusError as exc:  # 401, 403, 404, other 4xx: retrying will not help
-            raise LLMUnavailable(self._unavailable(exc, 1, purpose)) from None
-        except (ValueError, TypeError) as exc:  # a body that is not a chat completion
-            raise LLMUnavailable(
-                self.redact(f"the LLM endpoint sent a malformed response: {exc}"[:400])
-            ) from None
-        return self._read(response, prompt)
+        with self._slot():  # waiting for a slot is not part of the request's time
+            cold = not self._warm
+            timeout = s.cold_timeout_s if cold else s.request_timeout_s
+            try:
+                response = self._openai.chat.completions.create(**kwargs, timeout=timeout)
+            except openai.BadRequestError as exc:
+                overflow = context_overflow(exc)
+                if overflow is not None:
+                    raise LLMContextTooLong(self.redact(overflow_message(
+                        overflow, where=s.base_url or "the OpenAI API", model=s.model, purpose=purpose,
+                        estimate=estimate_tokens(prompt))), limit=overflow.limit,
+                        prompt_tokens=overflow.prompt_tokens) from None  # fmt: skip
+                raise _Rejected(exc) from None
+            except openai.APITimeoutError as exc:
+                raise _TimedOut(exc, timeout, cold) from None
+            except _RETRYABLE:
+                raise
+            except openai.APIStatusError as exc:  # 401, 403, 404, other 4xx: retrying will not help
+                raise _Rejected(exc) from None
+            except (ValueError, TypeError) as exc:  # a body that is not a chat completion
+                raise LLMUnavailable(
+                    self.redact(f"the LLM endpoint sent a malformed response: {exc}"[:400])
+                ) from None
+        call = self._read(response, prompt)
+        self._warm = True
+        return call
 
     def _read(self, response: Any, prompt: str) -> _Call:
         choices = getattr(response, "choices", None)

@@ -30,3 +30,13 @@ class LLMUnavailable(LLMError):
 
 class LLMBadOutput(LLMError):
     """The model's reply could not be parsed or validated, even after one re-ask."""
+
+
+class LLMContextTooLong(LLMUnavailable):
+    """The prompt does not fit the model's context window (HTTP 400 from the server). Not a format problem:
+    the caller may shorten the prompt (the llm agent drops the KB files least related to the case)."""
+
+    def __init__(self, message: str, *, limit: int | None = None, prompt_tokens: int | None = None) -> None:
+        super().__init__(message)
+        self.limit = limit  # the model's context, in tokens, when the server said it
+        self.prompt_tokens = prompt_tokens  # what the server counted for the prompt, when it said it

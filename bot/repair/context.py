@@ -1,6 +1,7 @@
 """What the model sees about one failing case: the question, gold, prediction, how the answer differed (the
-scorers' first difference and structural diff, the same words the reports show), and only the KB lines the agent
-said it used (`Prediction.used`), numbered, with a few lines around them.
+scorers' first difference between rows aligned by their key, the row counts, and every meaning-changing part
+of the structural diff, the same words the reports show), and only the KB lines the agent said it used
+(`Prediction.used`), numbered, with a few lines around them.
 
 From a check (`repair --from-check DIR`, whose comparison.json links regressions to the diff; bot.causes), also:
 the changed KB lines the case is linked to with their base → head diff, or that the diff does not explain it,
@@ -14,12 +15,14 @@ from dataclasses import dataclass
 from bot.cases.model import Case
 from bot.compare import Comparison
 from bot.repair.kb import KBFiles, RefusedPath
-from bot.results import CaseResult
+from bot.results import CaseResult, Verdict
+from bot.scoring.structural_diff import Difference
 
 AROUND = 3  # lines shown before and after each used range
 MAX_EXCERPT_LINES = 120  # per file
 MAX_FILES = 8
 MAX_TEXT = 4000  # characters of SQL or messages shown
+MAX_DIFFERENCES = 8  # structural differences listed, most important first
 _REF = re.compile(r"^(?P<path>[^:]+):(?P<first>\d+)(?:-(?P<last>\d+))?$")
 
 
@@ -43,6 +46,10 @@ class FailureContext:
     structural: str
     instructions: str
     excerpts: tuple[Excerpt, ...]
+    # Every structural difference that changes meaning, in words (the report shows the first three), and
+    # the row counts of the two results when they differ.
+    differences: tuple[str, ...] = ()
+    rows: str = ""
     unused_refs: tuple[str, ...] = ()  # refs not shown (outside the KB, unreadable), named for the record
     # From a check's comparison: "kb/metrics/dau.yaml lines 9–10" per linked cause, and their -/+ lines.
     causes: tuple[str, ...] = ()
@@ -135,6 +142,29 @@ def _from_check(result: CaseResult, comparison: Comparison | None) -> dict[str, 
             "explained": explained, "base_prediction": _cut(change.base_sql) if change.base_sql else None}  # fmt: skip
 
 
+def structural_differences(verdict: Verdict | None) -> tuple[str, ...]:
+    """Each difference the structural scorer found (details["differences"]), described as the reports do."""
+    found = (verdict.details.get("differences") if verdict else None) or []
+    out: list[str] = []
+    for d in found[:MAX_DIFFERENCES]:
+        try:
+            out.append(Difference(d["part"], d["change"], d.get("gold", ""), d.get("pred", ""),
+                                  d.get("in", "")).describe())  # fmt: skip
+        except (KeyError, TypeError):
+            continue  # written by another version: the message still says it
+    if len(found) > MAX_DIFFERENCES:
+        out.append(f"and {len(found) - MAX_DIFFERENCES} more")
+    return tuple(out)
+
+
+def row_counts(verdict: Verdict | None) -> str:
+    details = verdict.details if verdict else {}
+    gold, pred = details.get("gold_rows"), details.get("pred_rows")
+    if not isinstance(gold, int) or not isinstance(pred, int):
+        return ""
+    return f"the gold returns {gold} row(s), the agent's SQL {pred}"
+
+
 def failure_context(
     result: CaseResult, case: Case | None, kb: KBFiles, *, comparison: Comparison | None = None
 ) -> FailureContext:
@@ -153,6 +183,8 @@ def failure_context(
         first_difference=_cut(deciding.message if deciding else ""),
         structural=_cut(structural.message if structural else ""),
         instructions=_cut(case.instructions if case else ""),
+        differences=structural_differences(structural),
+        rows=row_counts(deciding),
         excerpts=shown,
         unused_refs=skipped,
         **_from_check(result, comparison),  # type: ignore[arg-type]

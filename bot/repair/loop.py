@@ -32,6 +32,7 @@ from bot.repair.outcome import (
 )
 from bot.repair.plan import PLAN_SCHEMA, CheckedPlan, Plan, PlanError, check_plan, parse_plan
 from bot.repair.prompts import case_messages, critique_messages
+from bot.repair.select import choose, group_failures
 from bot.results import CaseResult, RunResult, count
 from bot.runner import RunOptions, run_suite
 from bot.settings import Settings
@@ -94,6 +95,7 @@ class _Loop:
     issues: list[str] = field(default_factory=list)
     improvements: list[str] = field(default_factory=list)
     comparison: Comparison | None = None  # a check's (repair --from-check): cause links for the prompts
+    baseline: dict[str, CaseResult] = field(default_factory=dict)  # the whole suite before any edit
 
     # -- running the suite ---------------------------------------------------------------------------------
     def _run(self, cases: list[Case]) -> dict[str, CaseResult]:
@@ -276,9 +278,19 @@ def _baseline(loop: _Loop) -> dict[str, CaseResult]:
     return loop.full_run()
 
 
+def _scope(loop: _Loop) -> str:
+    """Says so when the run given is not the whole suite: the head figures are then a fresh run's."""
+    ids = {c.id for c in loop.suite.cases}
+    total, given = len(ids), sum(c.id in ids for c in loop.run.cases)
+    if given == total and loop.run.meta.complete:
+        return ""
+    return (f"the run given held {given} of the suite's {total} case(s); the head and repaired pass rates are "
+            f"both of the whole suite")  # fmt: skip
+
+
 def _outcome(loop: _Loop, cases: list[CaseRepair], skipped: list[str], critique: list[CritiqueRecord],
              *, base_pass_rate: float | None, evaluated_only: bool = False) -> RepairOutcome:  # fmt: skip
-    before = count(list(loop.run.cases))
+    before = count(list(loop.baseline.values()) if loop.baseline else list(loop.run.cases))
     after = count(list(loop.latest.values()))
     diff = "" if loop.dry_run else loop.kb_diff()
     changed = (
@@ -292,7 +304,7 @@ def _outcome(loop: _Loop, cases: list[CaseRepair], skipped: list[str], critique:
         kb_diff=diff, issues_found=tuple(dict.fromkeys(loop.issues)),
         improvements_made=tuple(dict.fromkeys(loop.improvements)), base_pass_rate=base_pass_rate,
         head_pass_rate=before.pass_rate, repaired_pass_rate=after.pass_rate, counts_before=before,
-        counts_after=after, llm=loop.llm_stats(),
+        counts_after=after, llm=loop.llm_stats(), scope=_scope(loop),
         final_statuses={k: v.status for k, v in sorted(loop.latest.items())},
     )  # fmt: skip
 
@@ -326,24 +338,27 @@ def repair(
                  opts=run_options or default_run_options(config), dry_run=dry_run,
                  secrets=settings.secrets if settings else (), comparison=comparison)  # fmt: skip
     if evaluate_only:
+        loop.baseline = _baseline(loop)
         loop.latest = loop.full_run()
         return _outcome(loop, [], [], [], base_pass_rate=base_pass_rate, evaluated_only=True)
     with Transaction(kb) as tx:
         loop.tx = tx
-        loop.latest = _baseline(loop)
+        loop.latest = loop.baseline = _baseline(loop)
         known = {c.id for c in suite.cases}
         failing = [c for c in run.cases if c.status == "failed" and c.id in known]
-        chosen, skipped = failing[:max_failures], [c.id for c in failing[max_failures:]]
+        passing = [c for c in loop.baseline.values() if c.status == "passed"]
+        chosen, skipped = choose(group_failures(failing, passing, comparison=comparison), max_failures)
         cases: list[CaseRepair] = []
-        for result in chosen:
+        for result, cause in chosen:
             if loop.stopped:
                 skipped.append(result.id)
                 continue
             if loop.latest.get(result.id) and loop.latest[result.id].status == "passed" and not dry_run:
                 cases.append(CaseRepair(id=result.id, question=result.question, before=result.status,
-                                        after="passed", repaired=True, note="fixed by an earlier edit"))  # fmt: skip
+                                        after="passed", repaired=True, note="fixed by an earlier edit",
+                                        group=cause))  # fmt: skip
                 continue
-            cases.append(loop.repair_case(result))
+            cases.append(loop.repair_case(result).model_copy(update={"group": cause}))
         repaired = [c.id for c in cases if c.repaired and c.attempts]
         critique = loop.critique(repaired) if repaired and not dry_run and not loop.stopped else []
         outcome = _outcome(loop, cases, skipped, critique, base_pass_rate=base_pass_rate)

@@ -41,6 +41,7 @@ class CaseRepair(FrozenModel):
     repaired: bool = False
     attempts: tuple[AttemptRecord, ...] = ()
     note: str = ""  # why the case was not attempted, or why it stopped
+    group: str = ""  # the cause it shares with other failing cases (bot.repair.select), the order it came in
 
     @property
     def accepted(self) -> AttemptRecord | None:
@@ -97,6 +98,9 @@ class RepairOutcome(FrozenModel):
     counts_after: Counts = Counts()
     llm: LLMStats = LLMStats()
     final_statuses: dict[str, str] = Field(default_factory=dict)
+    # Set when the run given was not the whole suite (`run --id X`): its pass rate is not the suite's, so the
+    # head figures are of the whole suite before any edit, like the repaired ones.
+    scope: str = ""
 
     @property
     def repaired(self) -> tuple[CaseRepair, ...]:

@@ -13,58 +13,56 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlglot.errors import ParseError, TokenError
 
 from bot.kb import check_kb
+from bot.repair.actions import MAX_EDITS, Action, Edit, Unusable, apply_action, file_kind
 from bot.repair.kb import MAX_FILE_BYTES, KBFiles, RefusedPath
 
-ActionType = Literal["edit_metric", "edit_snippet", "create_metric", "create_snippet"]
 MAX_ACTIONS = 12
-MAX_EDITS = 20
-
-PLAN_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["status", "actions"],
-    "properties": {
-        "status": {"type": "string", "enum": ["updated", "perfect"]},
-        "issues_found": {"type": "array", "items": {"type": "string"}},
-        "improvements_made": {"type": "array", "items": {"type": "string"}},
-        "actions": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["type", "file"],
-                "properties": {
-                    "type": {"type": "string", "enum": list(ActionType.__args__)},  # type: ignore[attr-defined]
-                    "file": {"type": "string"},
-                    "edits": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "required": ["search", "replace"],
-                            "properties": {"search": {"type": "string"}, "replace": {"type": "string"}},
-                        },
-                    },
-                    "content": {"type": "string"},
-                },
-            },
+_FILE = {"type": "string", "description": "a KB path as listed, e.g. kb/metrics/x.yaml"}
+_EDITS = {
+    "type": "array",
+    "minItems": 1,
+    "maxItems": MAX_EDITS,
+    "items": {
+        "type": "object",
+        "properties": {
+            "search": {"type": "string", "description": "lines copied exactly from the file; found once"},
+            "replace": {"type": "string"},
         },
-        "reasoning": {"type": "string"},
+        "required": ["search", "replace"],
+        "additionalProperties": False,
     },
 }
+# Sent as response_format: an action is {file, edits} or {file, content}, nothing else. There is no `type` to
+# get wrong: the file's name says what it is. A server that constrains output to the schema (llama.cpp,
+# vLLM, OpenAI) cannot produce any other shape.
+PLAN_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "issues_found": {"type": "array", "items": {"type": "string"}},
+        "reasoning": {"type": "string"},
+        "status": {"type": "string", "enum": ["updated", "perfect"]},
+        "actions": {
+            "type": "array",
+            "maxItems": MAX_ACTIONS,
+            "items": {
+                "anyOf": [
+                    {"type": "object", "properties": {"file": _FILE, "edits": _EDITS},
+                     "required": ["file", "edits"], "additionalProperties": False},
+                    {"type": "object", "properties": {"file": _FILE, "content": {"type": "string"}},
+                     "required": ["file", "content"], "additionalProperties": False},
+                ]
+            },
+        },
+        "improvements_made": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["status", "actions"],
+}  # fmt: skip
+__all__ = ["MAX_ACTIONS", "PLAN_SCHEMA", "Action", "CheckedPlan", "Edit", "Plan", "PlanError", "Refusal",
+           "check_plan", "kb_folders", "parse_plan"]  # fmt: skip
 
 
 class _Lenient(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
-
-
-class Edit(_Lenient):
-    search: str
-    replace: str
-
-
-class Action(_Lenient):
-    type: ActionType
-    file: str
-    edits: tuple[Edit, ...] = Field(default=(), max_length=MAX_EDITS)
-    content: str | None = None
 
 
 class Plan(_Lenient):
@@ -123,40 +121,6 @@ class CheckedPlan:
     @property
     def ok(self) -> bool:
         return not self.refusals and bool(self.changes)
-
-
-def _apply_action(action: Action, current: str | None) -> str:
-    """The file's text after the action; ValueError naming what does not apply."""
-    is_edit = action.type.startswith("edit_")
-    if is_edit:
-        if action.content is not None or not action.edits:
-            raise ValueError(f"{action.type} needs `edits` (a list of {{search, replace}}) and no `content`")
-        if current is None:
-            raise ValueError("the file does not exist (use create_* to create a file)")
-        text = current
-        for i, edit in enumerate(action.edits):
-            if not edit.search:
-                raise ValueError(f"edits[{i}]: `search` is empty")
-            found = text.count(edit.search)
-            if found != 1:
-                what = "not found" if found == 0 else f"found {found} times (must be exactly once)"
-                raise ValueError(f"edits[{i}]: search text {what}: {edit.search[:120]!r}")
-            text = text.replace(edit.search, edit.replace, 1)
-        return text
-    if action.edits or action.content is None:
-        raise ValueError(f"{action.type} needs `content` and no `edits`")
-    if current is not None:
-        raise ValueError("the file already exists; create_* never overwrites (use edit_*)")
-    return action.content
-
-
-def _kind_matches(action: Action, rel: str) -> str | None:
-    suffix = PurePosixPath(rel).suffix.lower()
-    if action.type.endswith("_snippet") and suffix != ".sql":
-        return f"{action.type} writes a .sql file"
-    if action.type.endswith("_metric") and suffix not in (".yaml", ".yml"):
-        return f"{action.type} writes a .yaml file"
-    return None
 
 
 def _content_problem(rel: str, text: str) -> str | None:
@@ -230,18 +194,19 @@ def check_plan(plan: Plan, kb: KBFiles) -> CheckedPlan:
     for i, action in enumerate(plan.actions):
         try:
             rel = kb.relative(action.file)
-            problem = _kind_matches(action, rel)
-            if problem:
-                raise ValueError(problem)
             if rel not in texts:
                 texts[rel] = originals[rel] = kb.read(rel)
-            texts[rel] = _apply_action(action, texts[rel])
+            texts[rel] = apply_action(action, rel, texts[rel])
             problem = _content_problem(rel, texts[rel] or "")
             if problem:
                 raise ValueError(problem)
         except (RefusedPath, ValueError, OSError, UnicodeDecodeError) as exc:
             message = exc.message if isinstance(exc, RefusedPath) else str(exc)
-            refusals.append(Refusal(str(action.file)[:200], f"actions[{i}] ({action.type}): {message}"))
+            if isinstance(exc, RefusedPath):
+                message += f"; only KB files may be written ({', '.join(kb.globs)})"
+            elif not isinstance(exc, Unusable):
+                message += f"; send the whole corrected {file_kind(str(action.file))} as `content`"
+            refusals.append(Refusal(str(action.file)[:200], f"actions[{i}]: {message}"))
     changes = {k: v for k, v in texts.items() if v is not None and v != originals.get(k)}
     if not refusals and plan.actions and not changes:
         refusals.append(Refusal("", "the actions change nothing"))

@@ -14,7 +14,8 @@ def render_report(outcome: RepairOutcome) -> str:
 def _actions(plan: dict | None) -> str:
     if not plan:
         return ""
-    return ", ".join(f"{a.get('type')} {a.get('file')}" for a in plan.get("actions") or [])
+    actions = [a for a in plan.get("actions") or [] if isinstance(a, dict)]
+    return ", ".join(f"{'write' if a.get('content') is not None else 'edit'} {a.get('file')}" for a in actions)
 
 
 def console_summary(outcome: RepairOutcome) -> str:
@@ -27,6 +28,8 @@ def console_summary(outcome: RepairOutcome) -> str:
         f"{after.total:>7} | {after.passed:>7} | {len(repaired):>8} | {failed:>7}",
         f"pass rate {pct(outcome.head_pass_rate)} -> {pct(outcome.repaired_pass_rate)}",
     ]
+    if outcome.scope:
+        lines.append(f"({outcome.scope})")
     if repaired:
         lines.append("\nrepaired:")
         for c in repaired:
@@ -35,7 +38,8 @@ def console_summary(outcome: RepairOutcome) -> str:
     if outcome.unrepaired:
         lines.append("\nnot repaired:")
         for c in outcome.unrepaired:
-            lines.append(f"  {c.id}: {c.last_reason[:300] or 'no attempt'}")
+            group = f" [{c.group}]" if c.group else ""
+            lines.append(f"  {c.id}{group}: {c.last_reason[:300] or 'no attempt'}")
     if outcome.skipped:
         lines.append(f"\nnot attempted (over --max-failures or stopped): {', '.join(outcome.skipped)}")
     llm = outcome.llm

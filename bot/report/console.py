@@ -7,7 +7,7 @@ import threading
 import time
 from typing import TextIO
 
-from bot.results import CaseResult, Counts, RunResult
+from bot.results import CaseResult, Counts, LLMUsage, RunResult
 
 
 def _rate(c: Counts) -> str:
@@ -28,6 +28,16 @@ def summary_table(run: RunResult) -> str:
             f"{_rate(c):>10}"
         )
     return "\n".join(lines)
+
+
+def llm_usage_line(u: LLMUsage) -> str:
+    """One line: requests sent, replies from the cache, tokens, cost, and how the replies parsed."""
+    cost = "cost n/a (no price for the model in llm.prices)" if u.cost_usd is None else f"${u.cost_usd:.4f}"
+    parsed = f"replies parsed {u.parse_ok} as sent, {u.parse_repaired} repaired, {u.parse_failed} unusable"
+    return (
+        f"LLM {u.model}: {u.calls} request(s), {u.cached_calls} from the cache, {u.prompt_tokens:,} prompt + "
+        f"{u.completion_tokens:,} completion tokens, {cost}; {parsed}"
+    )
 
 
 def problem_lines(run: RunResult, limit: int = 15) -> str:

@@ -124,3 +124,91 @@ def test_live_schema_from_a_dsn_has_types_and_comments(pg_server, tmp_path, monk
     assert answer.sql is None and answer.error_class == "agent_declined" and "which market?" in answer.error
     assert "TABLE regions (" in prompt and "region_code text NOT NULL  -- Two-letter market code" in prompt
     assert "-- Markets the platform operates in" in prompt
+
+
+def _set_llm(suite: Path, **settings) -> None:
+    config = yaml.safe_load((suite / "sqlcanary.yml").read_text())
+    config["llm"].update(settings)
+    (suite / "sqlcanary.yml").write_text(yaml.safe_dump(config))
+
+
+@pytest.mark.parametrize(("temperature", "per_case"), [(0.7, 3), (0.0, 1)])
+def test_repeat_at_a_temperature_above_zero_asks_once_per_attempt(shop_with_llm, pg_dsn, tmp_path, temperature,
+                                                                   per_case):  # fmt: skip
+    suite, server = shop_with_llm
+    _set_llm(suite, temperature=temperature)
+    result = run(suite, tmp_path / "r.json", pg_dsn, "--repeat", "3", "--jobs", "1")
+    assert len(server.completions) == per_case * len(IDS)
+    assert all(len(c.attempts) == 3 and c.status == "passed" for c in result.cases)
+    assert result.meta.llm is not None
+    assert (result.meta.llm.calls, result.meta.llm.cached_calls) == (per_case * len(IDS), (3 - per_case) * len(IDS))
+
+
+def test_llm_usage_is_in_the_summary_and_the_run_meta(shop_with_llm, pg_dsn, tmp_path, capsys):
+    suite, server = shop_with_llm
+    _set_llm(suite, prices={"fake-model": {"input_per_1k": 1.0, "output_per_1k": 2.0}})
+    result = run(suite, tmp_path / "u.json", pg_dsn)
+    usage = result.meta.llm
+    assert usage is not None and usage.model == "fake-model"
+    assert (usage.calls, usage.cached_calls, usage.prompt_tokens, usage.completion_tokens) == (3, 0, 30, 15)
+    assert usage.cost_usd == pytest.approx(0.06) and (usage.parse_ok, usage.parse_repaired) == (0, 3)  # fenced
+    out = capsys.readouterr().out
+    assert "LLM fake-model: 3 request(s), 0 from the cache, 30 prompt + 15 completion tokens, $0.0600" in out
+    assert "replies parsed 0 as sent, 3 repaired, 0 unusable" in out
+    again = run(suite, tmp_path / "v.json", pg_dsn)
+    assert again.meta.llm is not None and (again.meta.llm.calls, again.meta.llm.cached_calls) == (0, 3)
+    old = json.loads((tmp_path / "u.json").read_text())
+    del old["meta"]["llm"]  # a run written before the field existed still loads
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert read_run(tmp_path / "old.json").meta.llm is None
+
+
+def _context_of(limit_chars: int):
+    """A server whose context holds `limit_chars` characters of prompt: longer prompts get llama.cpp's 400."""
+
+    def reply(request: dict):
+        chars = sum(len(m["content"]) for m in request["messages"])
+        if chars > limit_chars:
+            return Reply(status=400, content=f"request ({chars // 4} tokens) exceeds the available context size "
+                                             f"({limit_chars // 4} tokens), try increasing it")  # fmt: skip
+        return answer_with_gold(request)
+
+    return reply
+
+
+def test_a_prompt_over_the_context_drops_the_kb_files_least_related_to_the_case(shop_with_llm, pg_dsn, tmp_path):
+    suite, server = shop_with_llm
+    full = sum(len(p.read_text()) for p in (suite / "kb").rglob("*") if p.is_file())
+    server.script(_context_of(full))  # the whole KB alone fills it: with the schema and the question, too long
+    result = run(suite, tmp_path / "t.json", pg_dsn, "--jobs", "1")
+    assert {c.status for c in result.cases} == {"passed"}
+    assert all(r.json["response_format"]["type"] == "json_schema" for r in server.completions)
+    cpc_case = next(c for c in result.cases if c.id == "shop-ads-spend-th-nov")
+    assert "kb/metrics/ad_spend.yaml" in cpc_case.prediction.used  # the file the question is about stayed
+    assert len(cpc_case.prediction.used) < len(list((suite / "kb").rglob("*.*")))
+    # the smaller KB is remembered: after the first case, no request is refused
+    assert len(server.completions) < 2 * len(IDS)
+
+
+def test_a_question_longer_than_the_context_errors_the_case_naming_the_limit(shop_with_llm, pg_dsn, tmp_path):
+    suite, server = shop_with_llm
+    server.script(_context_of(100))
+    result = run(suite, tmp_path / "x.json", pg_dsn, "--jobs", "1", exit_code=2)
+    reasons = {c.prediction.error_class for c in result.cases}
+    assert reasons == {"agent_context_too_long"}
+    assert "context of 25 tokens" in result.cases[0].reason and "--ctx-size" in result.cases[0].reason
+
+
+def test_the_prompt_says_what_each_category_asks_for(shop_with_llm):
+    suite, _ = shop_with_llm
+    from bot.agents.llm import LLMAgent
+
+    agent = LLMAgent("", AgentContext(base_dir=str(suite)))
+    by_category = {c.category: c for c in load_suite(suite).cases}
+    prompts = {k: agent.messages(c) for k, c in by_category.items()}
+    assert len({p[0]["content"] for p in prompts.values()}) == 1  # one system prompt: a shared prefix
+    assert "read-only query" in prompts["query"][1]["content"]
+    assert "INSERT, UPDATE, DELETE" in prompts["management"][1]["content"]
+    assert "read-only" not in prompts["management"][1]["content"]
+    assert "cheaper" in prompts["efficiency"][1]["content"]
+    assert "-- Two-letter market code" in prompts["query"][1]["content"]  # column comments beside the column

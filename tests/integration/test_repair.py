@@ -236,3 +236,47 @@ def test_an_interrupted_repair_leaves_the_kb_as_it_was(shop, pg_dsn, tmp_path, s
         assert recover(kb) == [CPC]
     assert snapshot(root) == before
     assert not any((root / JOURNAL_DIR).iterdir())
+
+
+def test_a_plan_with_the_wrong_kind_for_the_file_is_applied_as_the_files_kind(shop, pg_server, tmp_path):
+    """The trial's 1.5B model sent `edit_snippet` for a .yaml file and repeated it after the refusal: the kind
+    follows from the file now, so the same plan repairs the case. The prompt lists the meaning-changing
+    differences one by one, and the schema sent allows only {file, edits} or {file, content}."""
+    root, run = shop
+    as_snippet = plan({**edit(CPC, "denominator: impressions", "denominator: clicks"), "type": "edit_snippet"})
+    with FakeOpenAI([as_snippet, PERFECT]) as srv:
+        outcome = do_repair(root, run, pg_server, client(srv, tmp_path), max_critique=1)
+        first = srv.completions[0]
+    (attempt,) = outcome.cases[0].attempts
+    assert attempt.outcome == "accepted" and outcome.cases[0].repaired
+    assert "denominator: clicks" in (root / CPC).read_text()
+    assert "only differences that change the result" in first.prompt_text
+    assert "- aggregate differs: gold SUM(ads_daily_stats.clicks), prediction SUM(ads_daily_stats.impressions)" in first.prompt_text
+    schema = first.json["response_format"]["json_schema"]["schema"]
+    items = schema["properties"]["actions"]["items"]["anyOf"]
+    assert all("type" not in shape["properties"] for shape in items)
+
+
+def test_a_refused_edit_is_answered_with_the_plan_to_send(shop, pg_server, tmp_path):
+    root, run = shop
+    misremembered = plan(edit(CPC, "denominator:impressions", "denominator: clicks"))  # a space missing
+    fixed = plan(edit(CPC, "denominator: impressions", "denominator: clicks"))
+    with FakeOpenAI([misremembered, fixed, PERFECT]) as srv:
+        outcome = do_repair(root, run, pg_server, client(srv, tmp_path), max_critique=1)
+        second = srv.completions[1].prompt_text
+    first, last = outcome.cases[0].attempts
+    assert first.outcome == "refused" and last.outcome == "accepted"
+    assert '"search": "denominator: impressions"' in first.reason  # the exact action to send instead
+    assert '"search": "denominator: impressions"' in second
+
+
+def test_a_one_case_run_is_compared_with_the_whole_suite_not_with_itself(shop, pg_server, tmp_path):
+    root, run = shop
+    one = run.model_copy(update={"cases": tuple(c for c in run.cases if c.id == CPC_CASE)})
+    with FakeOpenAI([FIX, PERFECT]) as srv:
+        outcome = do_repair(root, one, pg_server, client(srv, tmp_path), max_critique=1)
+    total = len(run.cases)
+    assert outcome.counts_before.total == outcome.counts_after.total == total  # like with like
+    assert outcome.head_pass_rate == (total - 1) / total and outcome.repaired_pass_rate == 1.0
+    assert f"held 1 of the suite's {total} case(s)" in outcome.scope
+    assert outcome.cases[0].group == "kb/metrics/cpc.yaml:1-8"  # the span only the failing answer used

@@ -203,7 +203,7 @@ def test_500s_exhaust_the_retries_then_unavailable(server, tmp_path):
 
 def test_timeouts_are_retried(server, tmp_path):
     server.script([Reply(content="late", delay_s=1.0), "on time"])
-    client = client_for(server, tmp_path, timeout_s=0.2, max_retries=1)
+    client = client_for(server, tmp_path, timeout_s=0.2, first_timeout_s=0.2, max_retries=1)
     assert client.complete_text(MSGS).text == "on time"
 
 
@@ -407,3 +407,112 @@ def test_llm_judge_verdicts(server, tmp_path):
     v = llm_judge_verdict(client, "q", "SELECT 1", "SELECT 1")
     assert v.match is None and v.kind == "llm_error"
     assert len(server.completions) == 3
+
+
+# ---- slow local servers (issue 11) ---------------------------------------------------------------------------
+LLAMA_CPP_TOO_LONG = "request (9120 tokens) exceeds the available context size (4096 tokens), try increasing it"
+
+
+@pytest.mark.parametrize(
+    ("message", "limit", "prompt"),
+    [
+        (LLAMA_CPP_TOO_LONG, 4096, 9120),
+        ("This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. "
+         "Please reduce the length of the messages. (context_length_exceeded)", 8192, 9000),  # fmt: skip
+        ("the request exceeds the available context size, try increasing it", None, None),
+    ],
+)
+def test_a_context_length_400_keeps_json_mode_and_names_the_limit(server, tmp_path, message, limit, prompt):
+    from bot.llm import LLMContextTooLong
+
+    def reply(request: dict):
+        if "too long" in request["messages"][-1]["content"]:
+            return Reply(status=400, content=message)
+        return '{"sql": "SELECT 1"}'
+
+    server.script(reply)
+    client = client_for(server, tmp_path)
+    with pytest.raises(LLMContextTooLong) as info:
+        client.complete_json([{"role": "user", "content": "too long " * 50}], schema=SCHEMA, purpose="case q1")
+    assert len(server.completions) == 1  # not retried in another response format
+    assert (info.value.limit, info.value.prompt_tokens) == (limit, prompt)
+    text = str(info.value)
+    assert "HTTP 400" in text and "context" in text and "for case q1" in text
+    assert (f"context of {limit} tokens" in text) if limit else "the model's context" in text
+    assert "--ctx-size" in text and "kb.paths" in text
+    assert client.response_format == "json_schema"  # the next call still asks for the schema
+    client.complete_json(MSGS, schema=SCHEMA)
+    assert server.completions[-1].json["response_format"]["type"] == "json_schema"
+
+
+def test_a_rejected_format_is_kept_only_when_the_next_one_works_and_errors_count_every_request(server, tmp_path):
+    server.script([Reply(status=400, content="invalid request: bad parameter")])
+    client = client_for(server, tmp_path)
+    with pytest.raises(LLMUnavailable, match=r"after 3 attempt\(s\): HTTP 400"):
+        client.complete_json(MSGS, schema=SCHEMA)
+    assert len(server.completions) == 3  # json_schema, json_object, none: each tried once, all refused
+    assert client.response_format == "json_schema"  # none of them worked: nothing is remembered
+
+
+def test_a_timeout_names_the_setting_to_raise(server, tmp_path):
+    server.script([Reply(content="late", delay_s=0.6)])
+    client = client_for(server, tmp_path, timeout_s=0.2, first_timeout_s=0.2, max_retries=1)
+    with pytest.raises(LLMUnavailable) as info:
+        client.complete_text(MSGS)
+    assert "after 2 attempt(s)" in str(info.value) and "llm.first_timeout_s" in str(info.value)
+    server.script(["fast", Reply(content="late", delay_s=0.6)])
+    client = client_for(server, tmp_path, timeout_s=0.2, first_timeout_s=5, max_retries=0)
+    assert client.complete_text(MSGS).text == "fast"  # the first reply: later requests get timeout_s
+    with pytest.raises(LLMUnavailable, match=r"within 0.2s: raise llm\.timeout_s in sqlcanary\.yml"):
+        client.complete_text([{"role": "user", "content": "another"}])
+
+
+def test_local_servers_get_long_timeouts_and_one_request_at_a_time():
+    local = LLMSettings(base_url="http://127.0.0.1:8080/v1")
+    assert (local.request_timeout_s, local.cold_timeout_s, local.concurrency) == (180.0, 600.0, 1)
+    hosted = LLMSettings()
+    assert (hosted.request_timeout_s, hosted.cold_timeout_s, hosted.concurrency) == (60.0, 60.0, None)
+    tuned = LLMSettings(base_url="http://localhost:11434/v1", timeout_s=30, first_timeout_s=900, max_concurrency=4)
+    assert (tuned.request_timeout_s, tuned.cold_timeout_s, tuned.concurrency) == (30, 900, 4)
+
+
+def test_max_concurrency_queues_requests_in_the_client(server, tmp_path):
+    import threading
+
+    in_flight, peak = [0], [0]
+    lock = threading.Lock()
+
+    def reply(request: dict):
+        with lock:
+            in_flight[0] += 1
+            peak[0] = max(peak[0], in_flight[0])
+        import time
+
+        time.sleep(0.05)
+        with lock:
+            in_flight[0] -= 1
+        return "ok"
+
+    server.script(reply)
+    client = client_for(server, tmp_path, max_concurrency=1)
+    threads = [threading.Thread(target=client.complete_text, args=([{"role": "user", "content": str(i)}],))
+               for i in range(4)]  # fmt: skip
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(server.completions) == 4 and peak[0] == 1
+
+
+def test_the_attempt_is_in_the_cache_key_only_above_temperature_zero(server, tmp_path):
+    server.script(['{"sql": "SELECT 1"}'])
+    warm = client_for(server, tmp_path, cache=True, temperature=0.7)
+    for attempt in range(3):
+        warm.complete_json(MSGS, schema=SCHEMA, attempt=attempt)
+    assert len(server.completions) == 3  # three samples, not one reply replayed three times
+    warm.complete_json(MSGS, schema=SCHEMA, attempt=1)
+    assert len(server.completions) == 3  # the same attempt again: cached
+    cold = client_for(server, tmp_path, cache=True, temperature=0.0)
+    for attempt in range(3):
+        cold.complete_json(MSGS, schema=SCHEMA, attempt=attempt)
+    assert len(server.completions) == 4 and cold.usage.cached_calls == 2

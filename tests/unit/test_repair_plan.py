@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -28,8 +29,9 @@ def plan(*actions: dict, status: str = "updated", **extra) -> dict:
             "reasoning": "r", **extra}  # fmt: skip
 
 
-def edit(file: str, search: str, replace: str, kind: str = "edit_metric") -> dict:
-    return {"type": kind, "file": file, "edits": [{"search": search, "replace": replace}]}
+def edit(file: str, search: str, replace: str, kind: str | None = None) -> dict:
+    action = {"file": file, "edits": [{"search": search, "replace": replace}]}
+    return {"type": kind, **action} if kind else action
 
 
 def refusals(kb: KBFiles, data: dict) -> str:
@@ -49,11 +51,12 @@ def test_a_good_edit_yields_the_new_text(kb: KBFiles):
 def test_parse_reports_ignored_keys_and_rejects_bad_shapes():
     p = parse_plan({**plan(), "confidence": 0.9, "actions": [{**edit("kb/a.yaml", "a", "b"), "why": "x"}]})
     assert p.ignored_keys == ("confidence", "actions[0].why")
+    typed = parse_plan(plan(edit("kb/a.yaml", "a", "b", "edit_snippet")))
+    assert typed.ignored_keys == ("actions[0].type",)  # the file says what kind it is, never the model
     for bad, where in [
         ([], "one JSON object"),
         ({"actions": []}, "status"),
         (plan(status="done"), "status"),
-        (plan({"type": "delete_file", "file": "kb/x.yaml"}), "actions.0.type"),
         (plan({"type": "edit_metric"}), "actions.0.file"),
     ]:
         with pytest.raises(PlanError, match=where):
@@ -65,6 +68,34 @@ def test_search_text_must_occur_exactly_once(kb: KBFiles):
     twice = refusals(kb, plan(edit("kb/metrics/dau.yaml", "a", "b")))
     assert "times (must be exactly once)" in twice
     assert "empty" in refusals(kb, plan(edit("kb/metrics/dau.yaml", "", "b")))
+
+
+def _sent_action(reason: str, after: str) -> dict:
+    """The corrected action a refusal shows, as the model would paste it."""
+    tail = reason[reason.index(after) + len(after) :]
+    return json.loads(tail[tail.index("{") : tail.rindex("}") + 1])
+
+
+def test_a_search_text_not_in_the_file_is_refused_with_the_search_to_send(kb: KBFiles):
+    """A small model edits what it remembers, not what the file says: the refusal quotes the closest line of
+    the file, and the action it shows applies as is."""
+    wrong = edit("kb/metrics/cpc.yaml", "denominator:  impression", "denominator: clicks")
+    reason = refusals(kb, plan(wrong))
+    assert "'denominator: clicks' (line 6)" in reason
+    fixed = _sent_action(reason, "send ")
+    assert fixed == {"file": "kb/metrics/cpc.yaml", "edits": [{"search": "denominator: clicks",
+                                                              "replace": "denominator: clicks"}]}  # fmt: skip
+    fixed["edits"][0]["replace"] = "denominator: clicks  # per click"
+    assert check_plan(parse_plan(plan(fixed)), kb).ok
+
+
+def test_a_repeated_search_text_is_refused_with_a_wider_one_that_applies(kb: KBFiles):
+    assert refusals(kb, plan(edit("kb/metrics/cpc.yaml", "per click", "per paid click"))).count("times") == 1
+    reason = refusals(kb, plan(edit("kb/metrics/cpc.yaml", "per click", "per paid click")))
+    fixed = _sent_action(reason, "occurs once: ")
+    assert fixed["edits"][0]["search"].count("\n") == 1 and "per paid click" in fixed["edits"][0]["replace"]
+    checked = check_plan(parse_plan(plan(fixed)), kb)
+    assert checked.ok and "Cost per paid click" in checked.changes["kb/metrics/cpc.yaml"]
 
 
 def test_broken_yaml_is_refused(kb: KBFiles):
@@ -87,13 +118,38 @@ def test_sql_snippet_that_does_not_parse_is_refused(kb: KBFiles):
     assert check_plan(parse_plan(plan(good)), kb).ok
 
 
-def test_create_never_overwrites_and_edit_needs_a_file(kb: KBFiles):
-    over = {"type": "create_metric", "file": "kb/metrics/cpc.yaml", "content": "name: cpc\n"}
-    assert "already exists" in refusals(kb, plan(over))
-    assert "does not exist" in refusals(kb, plan(edit("kb/metrics/nope.yaml", "a", "b")))
-    mixed = {"type": "edit_metric", "file": "kb/metrics/cpc.yaml", "content": "x"}
-    assert "needs `edits`" in refusals(kb, plan(mixed))
-    assert "writes a .sql file" in refusals(kb, plan(edit("kb/metrics/cpc.yaml", "a", "b", "edit_snippet")))
+def test_a_mismatched_kind_is_applied_as_the_files_kind(kb: KBFiles):
+    """The trial's model sent `edit_snippet` for a .yaml file ten times: the kind now follows from the file."""
+    yaml_as_snippet = edit("kb/metrics/cpc.yaml", "denominator: clicks", "denominator: clicks  # ok", "edit_snippet")
+    checked = check_plan(parse_plan(plan(yaml_as_snippet)), kb)
+    assert checked.ok, checked.refusals
+    assert "denominator: clicks  # ok" in checked.changes["kb/metrics/cpc.yaml"]
+    sql_as_metric = {"type": "create_metric", "file": "kb/snippets/new_one.sql", "content": "SELECT 1 AS x\n"}
+    assert check_plan(parse_plan(plan(sql_as_metric)), kb).changes == {"kb/snippets/new_one.sql": "SELECT 1 AS x\n"}
+    # ... and validated as that kind: a .yaml file must still be YAML the KB validator accepts
+    reason = refusals(kb, plan({**yaml_as_snippet, "edits": [{"search": "denominator: clicks",
+                                                              "replace": "denominator: [clicks"}]}))  # fmt: skip
+    assert "YAML does not parse" in reason
+
+
+def test_content_writes_the_whole_file_and_wrong_shapes_say_what_to_send(kb: KBFiles):
+    text = (kb.root / "kb/metrics/cpc.yaml").read_text().replace("USD", "US dollars")
+    whole = check_plan(parse_plan(plan({"file": "kb/metrics/cpc.yaml", "content": text})), kb)
+    assert whole.ok and whole.changes == {"kb/metrics/cpc.yaml": text}
+    missing = refusals(kb, plan(edit("kb/metrics/nope.yaml", "a", "b")))
+    assert "does not exist" in missing and '{"file": "kb/metrics/nope.yaml", "content": ' in missing
+    both = refusals(kb, plan({**edit("kb/metrics/cpc.yaml", "a", "b"), "content": "x"}))
+    assert "not both" in both and '"edits": [' in both and '"content": ' in both
+    neither = refusals(kb, plan({"file": "kb/metrics/cpc.yaml"}))
+    assert "neither `edits` nor `content`" in neither
+
+
+def test_the_schema_sent_allows_only_edits_or_content():
+    from bot.repair.plan import PLAN_SCHEMA
+
+    shapes = PLAN_SCHEMA["properties"]["actions"]["items"]["anyOf"]
+    assert [sorted(s["required"]) for s in shapes] == [["edits", "file"], ["content", "file"]]
+    assert all(s["additionalProperties"] is False and "type" not in s["properties"] for s in shapes)
 
 
 @pytest.mark.parametrize(
