@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from bot.results import Counts, FrozenModel
+from bot.results import Counts, FrozenModel, LLMUsage
 
 REPAIR_SCHEMA_VERSION = 1
 
@@ -61,15 +61,9 @@ class CritiqueRecord(FrozenModel):
     diff: str = ""
 
 
-class LLMStats(FrozenModel):
-    calls: int = 0  # requests sent (re-asks included)
-    cached_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float | None = 0.0
-    parse_ok: int = 0
-    parse_repaired: int = 0
-    parse_failed: int = 0
+class LLMStats(LLMUsage):
+    """A repair's LLM usage (the same counters as a run's) and the plans the loop asked for."""
+
     requests: int = 0  # plans asked for by the loop
 
     @property

@@ -16,6 +16,7 @@ import yaml
 
 from bot.cli import main
 from bot.compare import Comparison
+from tests.support.tinyrepo import git
 
 pytestmark = pytest.mark.integration
 
@@ -27,14 +28,6 @@ NAMES = sorted(p.stem for p in REGRESSIONS.glob("*.yml"))
 
 if shutil.which("git") is None:  # pragma: no cover - CI has git
     pytest.skip("git is not installed", allow_module_level=True)
-
-
-def git(repo: Path, *args: str) -> str:
-    out = subprocess.run(
-        ["git", "-c", "user.name=sqlcanary tests", "-c", "user.email=tests@sqlcanary.invalid", *args],
-        cwd=repo, capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return out.stdout
 
 
 def regression(name: str) -> dict:

@@ -15,6 +15,7 @@ import yaml
 from bot.cli import main
 from bot.compare import Comparison
 from bot.results import read_run
+from tests.support.tinyrepo import git
 
 pytestmark = pytest.mark.integration
 
@@ -26,14 +27,6 @@ SUITE = "benchmarks/shop"
 
 if shutil.which("git") is None:  # pragma: no cover - CI has git
     pytest.skip("git is not installed", allow_module_level=True)
-
-
-def git(repo: Path, *args: str) -> str:
-    out = subprocess.run(
-        ["git", "-c", "user.name=sqlcanary tests", "-c", "user.email=tests@sqlcanary.invalid", *args],
-        cwd=repo, capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return out.stdout.strip()
 
 
 @pytest.fixture
