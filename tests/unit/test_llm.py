@@ -46,6 +46,7 @@ def client_for(srv: FakeOpenAI, tmp_path, *, sleeps: list | None = None, **setti
         environ={"OPENAI_API_KEY": KEY},
         cache=ReplyCache(tmp_path / "llm"),
         sleep=(sleeps.append if sleeps is not None else lambda s: None),
+        jitter=lambda: 0.5,  # the backoff's random factor fixed, so the waits are what the rules say
     )
 
 
@@ -197,7 +198,7 @@ def test_500s_exhaust_the_retries_then_unavailable(server, tmp_path):
     with pytest.raises(LLMUnavailable, match=r"after 3 attempt\(s\): HTTP 500") as info:
         client_for(server, tmp_path, sleeps=sleeps, max_retries=2).complete_text(MSGS)
     assert len(server.completions) == 3 and len(sleeps) == 2
-    assert sleeps[1] > sleeps[0]  # exponential
+    assert sleeps[1] == pytest.approx(2 * sleeps[0])  # exponential (the random factor is fixed here)
     assert info.value.exit_code == EXIT_BAD_INPUT
 
 
