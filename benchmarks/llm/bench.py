@@ -1,0 +1,176 @@
+"""The LLM benchmark: sqlcanary's llm agent and repair loop against a real small model served locally.
+
+    python -m benchmarks.llm.bench                      # everything, 1.5B model (~40-60 min on 2 busy cores)
+    python -m benchmarks.llm.bench --only repair --regressions cpc_wrong_denominator,wrong_synonym
+    python -m benchmarks.llm.bench --agent-cases all    # the whole suite for (a) (+~11 min warm)
+    python -m benchmarks.llm.bench --snapshot HEAD      # judge a commit's bot/ + templates/, not the work tree
+
+One run prints, and writes to --out (results.json, table.md, the sqlcanary logs):
+(a) the llm agent on the shop suite beside the reference agent. Default subset: every 4th case in suite order
+    (21 of 83, all categories), because one case costs ~8 s warm and the first ~200 s cold on 2 cores;
+(b) the repair loop on each planted regression (benchmarks/shop/regressions): plant it in a temporary git copy
+    of the shop, `sqlcanary check` against main, `sqlcanary repair --from-check` with at most 12 LLM calls,
+    then judge with the reference agent: fixed, suite green, plans proposed / refused (why) / kept, calls,
+    tokens, seconds;
+(c) `--repeat 3` at temperature 0.7 on a few cases: does a flaky model show up as flaky?
+
+It fetches the model (benchmarks/llm/setup.py) when it is not there yet: running this is asking for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # `python benchmarks/llm/bench.py`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks.llm import report, setup
+from benchmarks.llm.server import local_server, metrics
+from benchmarks.llm.workspace import REPO, Sqlcanary, make_shop_repo, regression_names, repair_regression
+
+REPEAT_CASES = ("shop-commerce-gmv-id-q3", "shop-traffic-dau-id-nov", "shop-ads-cpc-by-region-q4")
+
+
+def snapshot(ref: str, dest: Path) -> Path:
+    """`git archive REF bot templates` into dest: the product as committed, whatever the work tree holds."""
+    dest.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", ref, "bot", "templates"], cwd=REPO, capture_output=True,
+                             check=True)  # fmt: skip
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    return dest
+
+
+def product_state(ref: str | None) -> str:
+    head = subprocess.run(["git", "log", "-1", "--format=%h %s", ref or "HEAD"], cwd=REPO, capture_output=True,
+                          text=True).stdout.strip()  # fmt: skip
+    if ref:
+        return f"snapshot of {head[:120]}"
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "bot", "templates"], cwd=REPO,
+                           capture_output=True, text=True).stdout.split("\n")  # fmt: skip
+    n = sum(1 for line in dirty if line.strip())
+    return f"work tree at {head[:120]}" + (f" + {n} uncommitted file(s) under bot/, templates/" if n else "")
+
+
+def run_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def agent_phase(base: Path, sq: Sqlcanary, srv, out: Path, which: str) -> dict[str, Any]:
+    """(a): the reference agent on the whole suite, then the llm agent on the subset `which`."""
+    code, _, secs = sq(base, "run", "--out", str(out / "reference.json"), "-q", "--no-answer-cache")
+    ref = run_json(out / "reference.json")
+    ids = [c["id"] for c in ref.get("cases", [])]
+    chosen = ids if which == "all" else ids[:: int(which.removeprefix("every"))]
+    args = [
+        "run",
+        "--agent",
+        "llm",
+        "--agent-timeout",
+        "1800",
+        "--jobs",
+        "1",
+        "--out",
+        str(out / "llm.json"),
+        "-q",
+    ]
+    before, start = metrics(srv), time.monotonic()
+    llm_code, _, _ = sq(base, *args, *(a for i in chosen for a in ("--id", i)))
+    seconds, after = time.monotonic() - start, metrics(srv)
+    llm = run_json(out / "llm.json")
+    ref_on = {c["id"]: c["status"] for c in ref.get("cases", []) if c["id"] in chosen}
+    return {"subset": which, "ids": chosen, "reference_exit": code, "reference_seconds": secs,
+            "reference": ref.get("summary", {}), "reference_on_subset": sum(s == "passed" for s in ref_on.values()),
+            "llm_exit": llm_code, "llm": llm.get("summary", {}), "llm_seconds": seconds,
+            "llm_meta": {k: v for k, v in llm.get("meta", {}).items() if "llm" in k or k in ("agent_calls",)},
+            "server": report.delta(before, after),
+            "cases": [{"id": c["id"], "category": c.get("category"), "status": c["status"],
+                       "reason": (c.get("reason") or "")[:300], "sql": (c.get("prediction") or {}).get("sql")}
+                      for c in llm.get("cases", [])]}  # fmt: skip
+
+
+def repeat_phase(base: Path, sq: Sqlcanary, srv, out: Path, cases: list[str]) -> dict[str, Any]:
+    """(c): the llm agent, --repeat 3 at temperature 0.7, on `cases`."""
+    cfg = (base / "sqlcanary.yml").read_text(encoding="utf-8")
+    # The reply cache stays on here (the default): a cache key without the attempt would replay one answer.
+    t07 = cfg.replace("llm:\n", "llm:\n  temperature: 0.7\n", 1).replace("cache: false", "cache: true")
+    (base / "sqlcanary-t07.yml").write_text(t07, "utf-8")
+    before, start = metrics(srv), time.monotonic()
+    code, _, _ = sq(base, "run", "--config", "sqlcanary-t07.yml", "--agent", "llm:sqlcanary-t07.yml",
+                    "--agent-timeout", "1800", "--jobs", "1", "--repeat", "3", "--out", str(out / "repeat.json"),
+                    "-q", *(a for i in cases for a in ("--id", i)))  # fmt: skip
+    data = run_json(out / "repeat.json")
+    rows = []
+    for c in data.get("cases", []):
+        attempts = c.get("attempts") or []
+        rows.append({"id": c["id"], "status": c["status"], "passed": sum(a["status"] == "passed" for a in attempts),
+                     "attempts": len(attempts), "distinct_sql": len({a.get("sql") for a in attempts})})  # fmt: skip
+    return {"exit": code, "seconds": time.monotonic() - start, "cases": rows, "server": report.delta(before,
+            metrics(srv)), "meta": {k: v for k, v in data.get("meta", {}).items() if "llm" in k or "agent_calls" in k}}  # fmt: skip
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", choices=sorted(setup.MODELS), default="1.5b")
+    p.add_argument(
+        "--only", default="agent,repeat,repair", help="phases, comma-separated: agent,repeat,repair"
+    )
+    p.add_argument("--agent-cases", default="every4", help="every4 (default), everyN or all")
+    p.add_argument("--regressions", default="all", help="comma-separated names (default: all 7)")
+    p.add_argument("--repeat-cases", default=",".join(REPEAT_CASES))
+    p.add_argument("--max-llm-calls", type=int, default=12, help="per regression (default 12: the target)")
+    p.add_argument("--snapshot", metavar="REF", help="run REF's bot/ and templates/ instead of the work tree")
+    p.add_argument(
+        "--out", type=Path, help="folder for results.json, table.md, logs (default: a temp folder)"
+    )
+    args = p.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: the server is stopped, results written
+    phases = set(args.only.split(","))
+    work = Path(tempfile.mkdtemp(prefix="sqlcanary-llm-bench-"))
+    out = args.out or work / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    installed = setup.ensure(args.model, log=lambda m: print(f"setup: {m}", file=sys.stderr))
+    pythonpath = snapshot(args.snapshot, work / "product") if args.snapshot else None
+    results: dict[str, Any] = {"date": dt.date.today().isoformat(), "model": installed.spec.name,
+                               "product": product_state(args.snapshot)}  # fmt: skip
+    start = time.monotonic()
+    print(f"bench: {results['model']}; product: {results['product']}; work: {work}", file=sys.stderr)
+    with local_server(installed, log_dir=out) as srv:
+        sq = Sqlcanary(base_url=srv.base_url, model=srv.model, pythonpath=pythonpath)
+        base = make_shop_repo(work / "base")
+        try:
+            if "agent" in phases:
+                results["agent"] = agent_phase(base, sq, srv, out, args.agent_cases)
+                print(report.agent_table(results["agent"]), flush=True)
+            if "repeat" in phases:
+                results["repeat"] = repeat_phase(base, sq, srv, out, args.repeat_cases.split(","))
+                print(report.repeat_table(results["repeat"]), flush=True)
+            if "repair" in phases:
+                names = regression_names() if args.regressions == "all" else args.regressions.split(",")
+                results["repair"] = []
+                for name in names:
+                    before, t0 = metrics(srv), time.monotonic()
+                    r = repair_regression(base, name, work, sq, max_llm_calls=args.max_llm_calls)
+                    results["repair"].append(report.repair_row(r, server=report.delta(before, metrics(srv)),
+                                                               wall=time.monotonic() - t0))  # fmt: skip
+                    print(report.repair_line(results["repair"][-1]), file=sys.stderr, flush=True)
+                print(report.repair_table(results["repair"]), flush=True)
+        finally:
+            results["seconds"] = time.monotonic() - start
+            (out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n", "utf-8")
+            (out / "sqlcanary.log").write_text("\n\n".join(sq.log), "utf-8")
+            (out / "table.md").write_text(report.markdown(results), "utf-8")
+    print(f"\nwritten to {out}/ (results.json, table.md, sqlcanary.log, server.log)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
