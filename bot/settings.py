@@ -2,7 +2,9 @@
 action's `main`), then passed down. No other module reads the environment.
 
 The environment itself is kept (`environ`, never printed) for the few places that must look a variable up by a
-name the config gives: the LLM key (`llm.api_key_env`) and the agent's allow-listed variables (`agent.env`).
+name the config gives: the LLM key (`llm.api_key_env`), the agent's allow-listed variables (`agent.env`), and the
+LLM endpoint overrides SQLCANARY_LLM_BASE_URL / SQLCANARY_LLM_MODEL (`LLMSettings.with_env`, which also runs in
+the per-tree child processes, where they arrive through the environment).
 """
 
 from __future__ import annotations
@@ -16,8 +18,6 @@ from bot.secrets import secret_values
 
 ENV_CACHE_DIR = "SQLCANARY_CACHE_DIR"
 ENV_ANSWER_CACHE = "SQLCANARY_ANSWER_CACHE"
-ENV_LLM_BASE_URL = "SQLCANARY_LLM_BASE_URL"
-ENV_LLM_MODEL = "SQLCANARY_LLM_MODEL"
 ENV_BASE_BRANCH = "SQLCANARY_BASE_BRANCH"
 _OFF = ("0", "off", "false", "no")
 
@@ -34,8 +34,6 @@ class Settings:
     pg_dir: Path | None = None  # the embedded server's data directories (default: cache_dir)
     answer_cache: bool = True  # SQLCANARY_ANSWER_CACHE=off: every answer asked afresh
     database_url: str | None = field(default=None, repr=False)  # DATABASE_URL
-    llm_base_url: str | None = None  # SQLCANARY_LLM_BASE_URL: wins over the config's llm.base_url
-    llm_model: str | None = None  # SQLCANARY_LLM_MODEL
     base_branch: str | None = None  # `check` without --base: origin/<this>, then <this> (the action sets it)
     ci: bool = False  # CI=true: plain progress lines, no bar
     secrets: tuple[str, ...] = field(default=(), repr=False)  # values to mask wherever text is shown
@@ -54,8 +52,6 @@ class Settings:
             pg_dir=cache,
             answer_cache=env.get(ENV_ANSWER_CACHE, "").strip().lower() not in _OFF,
             database_url=env.get("DATABASE_URL") or None,
-            llm_base_url=env.get(ENV_LLM_BASE_URL) or None,
-            llm_model=env.get(ENV_LLM_MODEL) or None,
             base_branch=(env.get(ENV_BASE_BRANCH) or "").strip() or None,
             ci=(env.get("CI") or "").strip().lower() not in ("", *_OFF),
             secrets=secret_values(env),

@@ -104,9 +104,8 @@ def action_settings(settings: Settings, ctx: ActionContext, workdir: Path) -> Se
     cache = Path(inputs.cache_dir)
     cache_dir = (cache if cache.is_absolute() else workdir / cache).resolve()
     env["SQLCANARY_CACHE_DIR"] = str(cache_dir)
-    return replace(settings, cache_dir=cache_dir, environ=MappingProxyType(env),
-                   database_url=inputs.database_url or settings.database_url, llm_base_url=inputs.openai_base_url
-                   or settings.llm_base_url, llm_model=inputs.model or settings.llm_model)  # fmt: skip
+    # The `database-url` input travels in each RunRequest (`dsn`), which wins over DATABASE_URL.
+    return replace(settings, cache_dir=cache_dir, environ=MappingProxyType(env))
 
 
 def _workdir(ctx: ActionContext) -> Path:

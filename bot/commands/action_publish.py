@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from bot.commands.check import CheckResult
 from bot.compare import Comparison
+from bot.gate import check_conclusion
 from bot.github.checks import Annotation, publish_check_run
 from bot.github.client import get_repository, resolve_login
 from bot.github.comment import upsert_sticky_comment
 from bot.github.workflow import append_summary, notice, warning, write_outputs
+from bot.gitrepo import repo_root
 from bot.report.marker import comment_marker, marker_key
 from bot.report.render import render
 from bot.results import RunResult, write_json_atomic
@@ -172,12 +174,9 @@ class Publisher:
         print(f"sqlcanary: {title}: {run.summary.passed}/{run.summary.total} passed", file=self.stream)
 
     def publish_check(self, result: CheckResult, *, enforce: bool) -> CheckPayload:
-        from bot.gate import check_conclusion
-
         comparison = result.comparison
         comment = self._reports(comparison, result.head, result.base)
-        repo = Path(subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=self.workdir, capture_output=True,
-                                   text=True).stdout.strip() or self.workdir).resolve()  # fmt: skip
+        repo = repo_root(self.workdir) or self.workdir.resolve()
         files = repo_files(repo)
         payload = CheckPayload(
             name=self.check_name, head_sha=self.ctx.event.head_sha or result.head_sha or "",
