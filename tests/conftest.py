@@ -28,9 +28,11 @@ def shared() -> Path:
 def pg_server():
     """A superuser connection to a real PostgreSQL; fails loudly when none can be started."""
     from bot.db.provision import provision
+    from bot.settings import Settings
 
     mode = "docker" if os.environ.get("SQLCANARY_TEST_POSTGRES") == "docker" else "auto"
-    return provision(dsn=os.environ.get("DATABASE_URL"), mode=mode)
+    settings = Settings.from_environ(os.environ)  # the server the CLI runs the tests start would use
+    return provision(dsn=settings.database_url, mode=mode, cache_dir=settings.embedded_dir)
 
 
 @pytest.fixture(scope="session")

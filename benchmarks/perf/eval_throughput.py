@@ -14,6 +14,7 @@ Targets (issue 2): sqlcanary >= 0.5x floor and >= 100x template; compare(1M) < f
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -37,6 +38,7 @@ from bot.db.templates import clone_database, drop_database, working_databases  #
 from bot.evaluate import evaluate_case  # noqa: E402
 from bot.scoring.execution import resolve_options  # noqa: E402
 from bot.scoring.tables import TableOptions, compare_tables  # noqa: E402
+from bot.settings import Settings  # noqa: E402
 
 
 def floor(cases: list[Case], dsns: dict[str, str]) -> float:
@@ -146,7 +148,7 @@ def main() -> int:
         import_defog(src, Path(tmp) / "defog")
         suite = load_suite(Path(tmp) / "defog")
         cases = list(suite.cases)
-        server = provision(dsn=args.dsn)
+        server = provision(dsn=args.dsn, cache_dir=Settings.from_environ(os.environ).embedded_dir)
         with working_databases(server, suite.databases) as dbs:
             dsns = {k: v.dsn for k, v in dbs.items()}
             floor(cases, dsns), ours(cases, dsns, suite)  # warm caches
