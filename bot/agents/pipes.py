@@ -228,11 +228,15 @@ class LineProcess:
         self, argv: list[str], cwd: str, *, cap: int = STDOUT_CAP, env: Mapping[str, str] | None = None
     ) -> None:
         self.proc = start(argv, cwd, env=env)
+        assert self.proc.stderr
+        os.set_blocking(self.proc.stderr.fileno(), False)
         self.cap = cap
         self.events: queue.Queue[StreamEvent] = queue.Queue(maxsize=8)
         self.stopped = False  # stopped by sqlcanary (it broke the protocol, or the run is over): never reused
         self._closing = threading.Event()
         self._err = bytearray()
+        self._err_lock = threading.Lock()  # the drainer and stderr_tail both read the pipe (non-blocking)
+        self._err_eof = False
         self._err_done = threading.Event()
         self._stdout_done = threading.Event()
         threading.Thread(target=self._pump, daemon=True).start()
@@ -261,8 +265,13 @@ class LineProcess:
             return None
 
     def stderr_tail(self, *, settle_s: float = 0.0) -> str:
+        """The tail of its stderr, including what is in the pipe right now: an agent writes its log before its
+        answer, so those lines are in the pipe by the time the answer is read, whether or not the drainer thread
+        got to them yet."""
         self._err_done.wait(settle_s)
-        return text_tail(self._err)
+        with self._err_lock:
+            self._read_stderr()
+            return text_tail(self._err)
 
     def stop(self) -> None:
         """Kill it and whatever it started; once it exited, only while a child of it still holds its stdout (the
@@ -312,9 +321,27 @@ class LineProcess:
                     return
 
     def _drain_stderr(self) -> None:
+        """Keep reading stderr, so an agent that logs a lot never blocks on a full pipe."""
         assert self.proc.stderr
-        with self.proc.stderr as stream:
-            while chunk := stream.read(_CHUNK):
-                self._err += chunk
-                del self._err[:-STDERR_KEEP]
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.proc.stderr, selectors.EVENT_READ)
+            while not self._err_eof:
+                sel.select(POLL_S)
+                with self._err_lock:
+                    self._read_stderr()
         self._err_done.set()
+
+    def _read_stderr(self) -> None:
+        """What the pipe holds now (under _err_lock); at EOF the pipe is closed."""
+        assert self.proc.stderr
+        while not self._err_eof:
+            try:
+                chunk = os.read(self.proc.stderr.fileno(), _CHUNK)
+            except BlockingIOError:
+                return
+            if not chunk:
+                self._err_eof = True
+                self.proc.stderr.close()
+                return
+            self._err += chunk
+            del self._err[:-STDERR_KEEP]

@@ -132,6 +132,32 @@ def test_persistent_answer_without_a_final_newline_counts(tmp_path: Path) -> Non
     assert (ans.sql, ans.error) == ("SELECT 7", None)
 
 
+
+def test_persistent_stderr_written_before_the_answer_is_kept_whatever_the_drainer_did(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent logs, then answers: the log is in the pipe when the answer is read. The drainer thread is
+    stopped here (as if the scheduler had not run it yet), so the log must be read by the answer's own read."""
+    from bot.agents.pipes import LineProcess
+
+    monkeypatch.setattr(LineProcess, "_drain_stderr", lambda self: None)
+    (tmp_path / "logs.py").write_text(
+        "import json, sys\n"
+        "for line in sys.stdin:\n"
+        "    request = json.loads(line)\n"
+        "    print('log: thinking about', request['id'], file=sys.stderr, flush=True)\n"
+        "    print(json.dumps({'id': request['id'], 'sql': 'SELECT 1'}), flush=True)\n"
+    )
+    agent = PersistentCommandAgent(f"{PY} logs.py", long_ctx(tmp_path))
+    try:
+        first = bounded(lambda: agent.answer(case("c1")))
+        second = bounded(lambda: agent.answer(case("c2")))
+    finally:
+        agent.close()
+    assert first.sql == "SELECT 1" and "log: thinking about c1" in (first.stderr or "")
+    assert "log: thinking about c2" in (second.stderr or "")
+
+
 # --- a command that cannot start ---------------------------------------------------------------------------------
 
 
