@@ -103,9 +103,15 @@ def _check_ratio(draft: Draft, metric: Metric, path: str, doc: SpanDict) -> None
         parts[1].snippet,
         parts[1].time_column,
     ):
+        def where(m: Metric) -> str:
+            source = f"table {m.table}" if m.table else f"snippet {m.snippet}"
+            return f"{m.name!r} reads {source}, time column {m.time_column}"
+
         draft.problem(
-            path, doc.line_of("denominator"), "numerator and denominator must share a source and time column"
-        )
+            path, doc.line_of("denominator"),
+            f"numerator and denominator must share a source and time column: {where(parts[0])}; "
+            f"{where(parts[1])} (change both metrics together, or neither)",
+        )  # fmt: skip
 
 
 def check_metrics(draft: Draft) -> None:

@@ -159,8 +159,12 @@ class LLMClient:
         required: tuple[str, ...] = (),
         purpose: str = "",
         attempt: int | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
     ) -> JsonReply:
-        key = self._key(messages, schema=schema, kind="json", attempt=attempt)
+        """`temperature`, `max_tokens`: this call's own, instead of the settings' (max_tokens never above them)."""
+        sampling = self._sampling(temperature, max_tokens)
+        key = self._key(messages, schema=schema, kind="json", attempt=attempt, sampling=sampling)
         hit = self.cache.get(key) if self.cache else None
         if hit is not None:
             try:
@@ -171,7 +175,7 @@ class LLMClient:
                 self._add(Usage(cached_calls=1))
                 return JsonReply(parsed.data, hit.text, Usage(cached_calls=1, cost_usd=0.0), cached=True,
                                  parse_repaired=parsed.repaired)  # fmt: skip
-        calls = [self._send(messages, schema=schema, purpose=purpose)]
+        calls = [self._send(messages, schema=schema, purpose=purpose, sampling=sampling)]
         try:
             parsed = self._parse(calls[0], schema, required)
         except JsonParseError as exc:
@@ -179,7 +183,7 @@ class LLMClient:
                 "LLM reply%s not usable (%s): asking once more", f" for {purpose}" if purpose else "", exc
             )
             calls.append(self._send(self._reask(messages, calls[0], exc, schema, required), schema=schema,
-                                    purpose=purpose))  # fmt: skip
+                                    purpose=purpose, sampling=sampling))  # fmt: skip
             try:
                 parsed = self._parse(calls[1], schema, required)
             except JsonParseError as exc2:
@@ -229,11 +233,25 @@ class LLMClient:
         ]
 
     # ---- transport -----------------------------------------------------------------------------------------
-    def _key(self, messages: list[dict], *, schema: dict | None, kind: str, attempt: int | None) -> str:
+    def _sampling(self, temperature: float | None, max_tokens: int | None) -> tuple[float, int | None]:
         s = self.settings
-        sampled = attempt if s.temperature > 0 else None  # at temperature 0 every attempt gets the same reply
+        room = s.max_tokens if max_tokens is None else min(max_tokens, s.max_tokens or max_tokens)
+        return (s.temperature if temperature is None else temperature), room
+
+    def _key(
+        self,
+        messages: list[dict],
+        *,
+        schema: dict | None,
+        kind: str,
+        attempt: int | None,
+        sampling: tuple[float, int | None] | None = None,
+    ) -> str:
+        s = self.settings
+        temperature, max_tokens = sampling or (s.temperature, s.max_tokens)
+        sampled = attempt if temperature > 0 else None  # at temperature 0 every attempt gets the same reply
         return request_key(base_url=s.base_url, model=s.model, messages=messages, schema=schema,
-                           temperature=s.temperature, max_tokens=s.max_tokens, kind=kind,
+                           temperature=temperature, max_tokens=max_tokens, kind=kind,
                            attempt=sampled)  # fmt: skip
 
     def _add(self, usage: Usage) -> None:
@@ -255,7 +273,14 @@ class LLMClient:
             return {"type": "json_object"}
         return {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema, "strict": False}}
 
-    def _send(self, messages: list[dict], *, schema: dict | None, purpose: str) -> _Call:
+    def _send(
+        self,
+        messages: list[dict],
+        *,
+        schema: dict | None,
+        purpose: str,
+        sampling: tuple[float, int | None] | None = None,
+    ) -> _Call:
         """One logical call: retries on 429/5xx/timeouts; on a 400 tries the next response format, and keeps
         using the one that worked. Errors count every request this call sent."""
         failures = sent = 0
@@ -263,7 +288,7 @@ class LLMClient:
         while True:
             sent += 1
             try:
-                call = self._request(messages, self._format_arg(schema, level), purpose=purpose)
+                call = self._request(messages, self._format_arg(schema, level), purpose=purpose, sampling=sampling)
             except _Rejected as rej:
                 status = getattr(rej.exc, "status_code", None)
                 if status == 400 and schema is not None and level < len(FORMATS) - 1:
@@ -309,14 +334,22 @@ class LLMClient:
     def _slot(self) -> AbstractContextManager[Any]:
         return self._slots if self._slots is not None else nullcontext()
 
-    def _request(self, messages: list[dict], response_format: dict | None, *, purpose: str) -> _Call:
+    def _request(
+        self,
+        messages: list[dict],
+        response_format: dict | None,
+        *,
+        purpose: str,
+        sampling: tuple[float, int | None] | None = None,
+    ) -> _Call:
         s = self.settings
+        temperature, max_tokens = sampling or (s.temperature, s.max_tokens)
         prompt = json.dumps(messages, ensure_ascii=False)
-        self.budget.reserve(expected_tokens=estimate_tokens(prompt) + (s.max_tokens or 0), purpose=purpose)
+        self.budget.reserve(expected_tokens=estimate_tokens(prompt) + (max_tokens or 0), purpose=purpose)
         self._add(Usage(calls=1))
-        kwargs: dict[str, Any] = {"model": s.model, "messages": messages, "temperature": s.temperature}
-        if s.max_tokens:
-            kwargs["max_tokens"] = s.max_tokens
+        kwargs: dict[str, Any] = {"model": s.model, "messages": messages, "temperature": temperature}
+        if max_tokens:
+            kwargs["max_tokens"] = max_tokens
         if response_format is not None:
             kwargs["response_format"] = response_format
         with self._slot():  # waiting for a slot is not part of the request's time

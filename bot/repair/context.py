@@ -56,6 +56,10 @@ class FailureContext:
     kb_diff: str = ""
     explained: bool | None = None  # a regression of a linked comparison: whether the diff touched its spans
     base_prediction: str | None = None
+    # A line of a shown file to build the reply's example from: (file, line number, text). The first line
+    # the pull request changed that this answer used, else the first line it cited. A small model copies
+    # the example it is given; one built from a real line is an edit that applies.
+    example: tuple[str, int, str] | None = None
 
 
 def parse_refs(used: tuple[str, ...]) -> tuple[dict[str, list[tuple[int, int]]], list[str]]:
@@ -138,8 +142,32 @@ def _from_check(result: CaseResult, comparison: Comparison | None) -> dict[str, 
     linked = comparison.causes_of(change.id)
     explained = bool(linked) if comparison.linked and change.judged == "regressed" else None
     diff = "\n".join(f"--- {c.file} {c.where}\n{c.diff}" for c in linked if c.diff)
-    return {"causes": tuple(f"{c.file} {c.where}" for c in linked), "kb_diff": _cut(diff),
+    added = tuple(ln[1:] for c in linked for ln in c.diff.splitlines() if ln.startswith("+") and ln[1:].strip())
+    return {"causes": tuple(f"{c.file} {c.where}" for c in linked), "kb_diff": _cut(diff), "added": added,
             "explained": explained, "base_prediction": _cut(change.base_sql) if change.base_sql else None}  # fmt: skip
+
+
+def example_line(kb: KBFiles, shown: tuple[Excerpt, ...], added: tuple[str, ...]) -> tuple[str, int, str] | None:
+    """The first changed line (`added`, the head side of the diff) found in a shown file, else the first
+    non-blank line the answer cited."""
+    texts: dict[str, list[str]] = {}
+    for ex in shown:
+        try:
+            texts[ex.file] = (kb.read(ex.file) or "").splitlines()
+        except (RefusedPath, OSError, UnicodeDecodeError):
+            texts[ex.file] = []
+    for line in added:
+        for ex in shown:
+            lines = texts[ex.file]
+            if lines.count(line) == 1:
+                return ex.file, lines.index(line) + 1, line
+    for ex in shown:
+        lines = texts[ex.file]
+        for first, last in ex.ranges:
+            for n in range(first, min(last, len(lines)) + 1):
+                if lines[n - 1].strip() and lines.count(lines[n - 1]) == 1:
+                    return ex.file, n, lines[n - 1]
+    return None
 
 
 def structural_differences(verdict: Verdict | None) -> tuple[str, ...]:
@@ -172,6 +200,8 @@ def failure_context(
     deciding = result.verdicts.get(result.deciding_scorer or "") if result.deciding_scorer else None
     structural = result.verdicts.get("structural")
     shown, skipped = excerpts(kb, result.prediction.used)
+    linked = _from_check(result, comparison)
+    added = linked.pop("added", ())
     return FailureContext(
         id=result.id,
         question=_cut(result.question or (case.question if case else "")),
@@ -187,5 +217,6 @@ def failure_context(
         rows=row_counts(deciding),
         excerpts=shown,
         unused_refs=skipped,
-        **_from_check(result, comparison),  # type: ignore[arg-type]
+        example=example_line(kb, shown, added),  # type: ignore[arg-type]
+        **linked,  # type: ignore[arg-type]
     )

@@ -44,6 +44,12 @@ class Limits:
     max_retries: int = 3
     max_llm_calls: int = 50
     max_critique: int = 5
+    # A retry after a refusal, at temperature 0, gives the same plan back (the trial saw it 3 times in a row):
+    # retries sample at least this warm. Every plan is verified whatever its temperature.
+    retry_temperature: float = 0.6
+    # Room for one plan's reply: a plan is a few edits; a whole file sent as `content` gets room for the
+    # largest file shown. A small model that loops runs to this cap (the trial: 2,048 tokens, 5 minutes).
+    plan_tokens: int = 1024
 
 
 def default_agent_factory(config: Config, settings: Settings | None = None) -> Callable[[], AgentAdapter]:
@@ -109,14 +115,20 @@ class _Loop:
         return {k for k, v in self.latest.items() if v.status == "passed"}
 
     # -- asking ----------------------------------------------------------------------------------------------
-    def ask(self, messages: list[dict], purpose: str) -> tuple[Plan | None, str, bool]:
-        """(plan, why there is none, cached). Raises _Stop when the budget is spent or the LLM is unusable."""
+    def ask(
+        self, messages: list[dict], purpose: str, *, n: int = 1, room: int | None = None
+    ) -> tuple[Plan | None, str, bool]:
+        """(plan, why there is none, cached). Raises _Stop when the budget is spent or the LLM is unusable.
+        `n`: the attempt (a retry samples warmer); `room`: the reply's token cap."""
         if self.requests >= self.limits.max_llm_calls:
             raise _Stop(f"LLM call budget spent ({self.limits.max_llm_calls} calls)")
         self.requests += 1
+        base = self.client.settings.temperature  # type: ignore[attr-defined]
+        temperature = base if n == 1 else max(base, self.limits.retry_temperature)
         try:
             reply = self.client.complete_json(  # type: ignore[attr-defined]
-                messages, schema=PLAN_SCHEMA, required=("status", "actions"), purpose=purpose
+                messages, schema=PLAN_SCHEMA, required=("status", "actions"), purpose=purpose, attempt=n,
+                temperature=temperature, max_tokens=room or self.limits.plan_tokens,
             )
         except BudgetExhausted as exc:
             raise _Stop(f"LLM call budget spent: {exc.message}") from None
@@ -200,7 +212,10 @@ class _Loop:
     def repair_case(self, result: CaseResult) -> CaseRepair:
         case = next((c for c in self.suite.cases if c.id == result.id), None)
         ctx = failure_context(result, case, self.kb, comparison=self.comparison)
-        files = sorted(self.kb.files())
+        kb_files = self.kb.files()
+        files = sorted(kb_files)
+        shown = max((len(kb_files.get(e.file, "")) for e in ctx.excerpts), default=0)
+        room = max(self.limits.plan_tokens, shown // 3 + 256)  # ~3 characters a token, and the plan around it
         feedback: list[str] = []
         attempts: list[AttemptRecord] = []
         self._case_id = result.id
@@ -209,7 +224,7 @@ class _Loop:
             try:
                 messages = case_messages(ctx, globs=self.kb.globs, files=files, feedback=feedback,
                                          secrets=self.secrets)  # fmt: skip
-                plan, reason, cached = self.ask(messages, purpose=f"repair:{result.id}:{n}")
+                plan, reason, cached = self.ask(messages, purpose=f"repair:{result.id}:{n}", n=n, room=room)
             except _Stop as stop:
                 self.stopped, note = str(stop), str(stop)
                 break
@@ -232,7 +247,7 @@ class _Loop:
             messages = critique_messages(diff=self.kb_diff(), repaired=repaired, globs=self.kb.globs,
                                          feedback=feedback, secrets=self.secrets)  # fmt: skip
             try:
-                plan, reason, cached = self.ask(messages, purpose=f"repair:critique:{n}")
+                plan, reason, cached = self.ask(messages, purpose=f"repair:critique:{n}", n=n)
             except _Stop as stop:
                 self.stopped = str(stop)
                 break

@@ -3,6 +3,7 @@ written. A refusal carries a reason the next prompt shows the model."""
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, Literal
@@ -184,6 +185,12 @@ def _kb_refusals(kb: KBFiles, changes: dict[str, str]) -> list[Refusal]:
     return out
 
 
+def _existing_like(kb: KBFiles, rel: str) -> str:
+    """Edits to a file that is not there: most often a name made up or copied from an example."""
+    names = difflib.get_close_matches(rel, sorted(kb.files()), n=3, cutoff=0.5)
+    return f". To edit an existing file, name it: {', '.join(names)}" if names else ""
+
+
 def check_plan(plan: Plan, kb: KBFiles) -> CheckedPlan:
     """Every action checked against the files on disk and the actions before it; all refused or none."""
     if plan.status == "updated" and not plan.actions:
@@ -206,6 +213,8 @@ def check_plan(plan: Plan, kb: KBFiles) -> CheckedPlan:
                 message += f"; only KB files may be written ({', '.join(kb.globs)})"
             elif not isinstance(exc, Unusable):
                 message += f"; send the whole corrected {file_kind(str(action.file))} as `content`"
+            elif action.edits and texts.get(str(action.file)) is None:
+                message += _existing_like(kb, str(action.file))
             refusals.append(Refusal(str(action.file)[:200], f"actions[{i}]: {message}"))
     changes = {k: v for k, v in texts.items() if v is not None and v != originals.get(k)}
     if not refusals and plan.actions and not changes:

@@ -6,6 +6,7 @@ values of the process environment, as this module always did."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 
@@ -41,7 +42,12 @@ def case_messages(
     system = _render("repair_system.md.j2", globs=list(globs))
     shown = {e.file for e in ctx.excerpts}
     others = [f for f in files if f not in shown][:MAX_FILE_NAMES]
-    user = _render("repair_case.md.j2", ctx=ctx, files=others, feedback=list(feedback))
+    example_action = None
+    if ctx.example:
+        file, _, line = ctx.example
+        example_action = json.dumps({"file": file, "edits": [{"search": line, "replace": "<the corrected line>"}]},
+                                    ensure_ascii=False)  # fmt: skip
+    user = _render("repair_case.md.j2", ctx=ctx, files=others, feedback=list(feedback), example_action=example_action)
     return _messages(system, user, secrets)
 
 

@@ -264,10 +264,15 @@ def test_a_refused_edit_is_answered_with_the_plan_to_send(shop, pg_server, tmp_p
     with FakeOpenAI([misremembered, fixed, PERFECT]) as srv:
         outcome = do_repair(root, run, pg_server, client(srv, tmp_path), max_critique=1)
         second = srv.completions[1].prompt_text
+        sent = [r.json for r in srv.completions[:2]]
     first, last = outcome.cases[0].attempts
     assert first.outcome == "refused" and last.outcome == "accepted"
     assert '"search": "denominator: impressions"' in first.reason  # the exact action to send instead
     assert '"search": "denominator: impressions"' in second
+    # At temperature 0 the model gave the refused plan back unchanged: a retry samples warmer. A plan's reply
+    # is capped well below the client's 2,048 tokens (a looping model ran 5 minutes to that cap).
+    assert [s["temperature"] for s in sent] == [0.0, 0.6]
+    assert [s["max_tokens"] for s in sent] == [1024, 1024]
 
 
 def test_a_one_case_run_is_compared_with_the_whole_suite_not_with_itself(shop, pg_server, tmp_path):

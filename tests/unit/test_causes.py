@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,7 @@ from bot.report.render import render_comment, render_html, render_summary
 from bot.results import read_run
 from tests.unit.test_report import assert_golden, assert_inert
 
+REPO = Path(__file__).resolve().parents[2]
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "causes"
 REGRESSIONS = Path(__file__).resolve().parents[2] / "benchmarks" / "shop" / "regressions"
 SUITE = "benchmarks/shop"
@@ -322,3 +324,24 @@ def test_the_repair_prompt_gets_the_cause_and_the_kb_diff(two_causes: Comparison
 def test_file_diff_models_round_trip() -> None:
     files = parse_diff(DIFF)
     assert tuple(FileDiff.model_validate_json(f.model_dump_json()) for f in files) == files
+
+
+def test_the_repair_prompt_shows_its_example_on_the_changed_line(two_causes: Comparison, tmp_path: Path) -> None:
+    """A small model copies the example it is shown: built from the line the PR changed and this answer used,
+    the example is an edit that applies (the trial's model copied `kb/metrics/example.yaml` 14 times)."""
+    shutil.copytree(REPO / SUITE / "kb", tmp_path / "kb")
+    dau = tmp_path / "kb/metrics/dau.yaml"
+    dau.write_text(dau.read_text().replace("filters:\n  - tz_type = 'local'\n", "filters: []\n"))
+    head = read_run(FIXTURE / "head.json")
+    result = next(c for c in head.cases if c.id == "shop-traffic-dau-id-nov")
+    kb = KBFiles(root=tmp_path, globs=("kb/**/*.yaml",))
+    ctx = failure_context(result, None, kb, comparison=two_causes)
+    assert ctx.example == ("kb/metrics/dau.yaml", 9, "filters: []")
+    user = case_messages(ctx, globs=kb.globs, files=[], feedback=[], secrets=())[1]["content"]
+    assert 'to change line 9 of `kb/metrics/dau.yaml`:\n{"file": "kb/metrics/dau.yaml", "edits": [{"search": ' \
+           '"filters: []", "replace": "<the corrected line>"}]}' in user  # fmt: skip
+    # without a check, the first line the answer cited
+    plain = failure_context(result, None, kb)
+    assert plain.example == ("kb/dimensions.yaml", 8, (tmp_path / "kb/dimensions.yaml").read_text().splitlines()[7])
+    system = case_messages(plain, globs=kb.globs, files=[], feedback=[], secrets=())[0]["content"]
+    assert "example.yaml" not in system and "<a KB file shown below>" in system

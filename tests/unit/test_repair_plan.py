@@ -79,14 +79,57 @@ def _sent_action(reason: str, after: str) -> dict:
 def test_a_search_text_not_in_the_file_is_refused_with_the_search_to_send(kb: KBFiles):
     """A small model edits what it remembers, not what the file says: the refusal quotes the closest line of
     the file, and the action it shows applies as is."""
-    wrong = edit("kb/metrics/cpc.yaml", "denominator:  impression", "denominator: clicks")
+    wrong = edit("kb/metrics/cpc.yaml", "denominator:  impression", "denominator: clicks  # per click")
     reason = refusals(kb, plan(wrong))
     assert "'denominator: clicks' (line 6)" in reason
     fixed = _sent_action(reason, "send ")
     assert fixed == {"file": "kb/metrics/cpc.yaml", "edits": [{"search": "denominator: clicks",
-                                                              "replace": "denominator: clicks"}]}  # fmt: skip
-    fixed["edits"][0]["replace"] = "denominator: clicks  # per click"
+                                                              "replace": "denominator: clicks  # per click"}]}  # fmt: skip
     assert check_plan(parse_plan(plan(fixed)), kb).ok
+
+
+def test_an_edit_written_the_wrong_way_round_applies_from_the_replace_text(kb: KBFiles):
+    """The model copies a diff's - and + lines in order: search is the old line (gone), replace the line the
+    file has. Applied the other way round, it is the revert the case needs (and still verified)."""
+    checked = check_plan(parse_plan(plan(edit("kb/metrics/cpc.yaml", "denominator: impressions",
+                                              "denominator: clicks"))), kb)  # fmt: skip
+    assert checked.ok, checked.refusals
+    assert "denominator: impressions" in checked.changes["kb/metrics/cpc.yaml"]
+    assert "denominator: clicks" not in checked.changes["kb/metrics/cpc.yaml"]
+
+
+def test_a_search_text_matches_whole_words_only(kb: KBFiles):
+    """`orders` inside `orders_archive` is not the text meant: the trial wrote `orders_archive_archive`."""
+    gmv = kb.root / "kb/metrics/gmv.yaml"
+    gmv.write_text(gmv.read_text().replace("table: orders\n", "table: orders_archive\n"))
+    reason = refusals(kb, plan(edit("kb/metrics/gmv.yaml", "table: orders_arch", "table: orders")))
+    assert "not found" in reason
+    checked = check_plan(parse_plan(plan(edit("kb/metrics/gmv.yaml", "table: orders",
+                                              "table: orders_archive"))), kb)  # fmt: skip
+    assert checked.ok, checked.refusals  # not found as a word, so applied from the replace text back
+    assert "table: orders\n" in checked.changes["kb/metrics/gmv.yaml"]
+    assert "orders_archive" not in checked.changes["kb/metrics/gmv.yaml"]
+
+
+def test_a_search_text_with_other_whitespace_still_applies_once(kb: KBFiles):
+    flat = edit("kb/metrics/gmv.yaml", "filters: - status = 'completed'",
+                "filters:\n  - status = 'completed'\n  - gmv > 0")
+    checked = check_plan(parse_plan(plan(flat)), kb)
+    assert checked.ok, checked.refusals
+    assert "  - status = 'completed'\n  - gmv > 0\n" in checked.changes["kb/metrics/gmv.yaml"]
+    indented = edit("kb/metrics/gmv.yaml", "    - status  =  'completed'\n", "  - status = 'completed'\n  - gmv > 0\n")
+    again = check_plan(parse_plan(plan(indented)), kb)
+    assert again.ok and again.changes == checked.changes
+
+
+@pytest.mark.parametrize("action", [
+    edit("kb/metrics/gmv.yaml", "<exact lines copied from the file>", "x"),
+    edit("kb/metrics/gmv.yaml", "lines copied exactly from the file", "the new lines"),
+    edit("kb/metrics/gmv.yaml", "  - status = 'completed'", "<the new text>"),
+    {"file": "kb/metrics/new.yaml", "content": "<the whole new YAML file>"},
+])  # fmt: skip
+def test_placeholders_from_the_examples_are_refused(kb: KBFiles, action: dict):
+    assert "placeholder" in refusals(kb, plan(action))
 
 
 def test_a_repeated_search_text_is_refused_with_a_wider_one_that_applies(kb: KBFiles):
