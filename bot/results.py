@@ -211,13 +211,16 @@ class RunMeta(FrozenModel):
     agent_calls: int = 0  # answers the agent was asked for in this run
     cache_hits: int = 0  # answers taken from the answer cache instead
     llm: LLMUsage | None = None  # the agent's LLM usage, for an agent that calls one (`--agent llm`)
+    llm_judge: LLMUsage | None = None  # the `--llm-judge` diagnostic's
 
     @model_serializer(mode="wrap")
     def _without_empty_llm(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """No `llm` key for a run without LLM calls: such a run is written exactly as before the field existed."""
+        """No `llm` / `llm_judge` key for a run without those calls: written exactly as before the fields existed."""
         data = handler(self)
-        if isinstance(data, dict) and data.get("llm") is None:
-            data.pop("llm", None)
+        if isinstance(data, dict):
+            for key in ("llm", "llm_judge"):
+                if data.get(key) is None:
+                    data.pop(key, None)
         return data
 
 

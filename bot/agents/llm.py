@@ -30,6 +30,7 @@ from bot.cases.model import Case
 from bot.config import CONFIG_NAMES, Config, load_config
 from bot.errors import AgentError, SqlcanaryError
 from bot.llm import BudgetExhausted, LLMBadOutput, LLMContextTooLong, LLMError, LLMSettings
+from bot.llm.usage import usage_record
 from bot.results import LLMUsage
 
 ANSWER_SCHEMA = {
@@ -195,11 +196,7 @@ class LLMAgent:
 
     def llm_usage(self) -> LLMUsage:
         """The run's LLM usage for RunMeta.llm and the summary line."""
-        usage = self.client.usage
-        ok, repaired, failed = self.client.parse_stats
-        return LLMUsage(model=self.client.settings.model, calls=usage.calls, cached_calls=usage.cached_calls,
-                        prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
-                        cost_usd=usage.cost_usd, parse_ok=ok, parse_repaired=repaired, parse_failed=failed)  # fmt: skip
+        return usage_record(self.client)
 
     def close(self) -> None:
         pass

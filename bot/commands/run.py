@@ -21,7 +21,7 @@ from bot.db.provision import provision
 from bot.errors import EXIT_BUG, EXIT_GATE, EXIT_OK, AgentError, ConfigError
 from bot.fingerprint import AgentInputs, agent_fingerprint, kb_fingerprint, uses_answer_cache
 from bot.report.console import Progress, llm_usage_line, problem_lines, summary_table
-from bot.results import RunResult, write_run
+from bot.results import LLMUsage, RunResult, write_run
 from bot.runner import RunOptions, run_suite
 from bot.scoring.presets import PRESETS
 from bot.settings import Settings
@@ -146,18 +146,25 @@ def suite_and_cases(req: RunRequest, config: Config) -> tuple[Suite, list[Case]]
     return suite, cases
 
 
-def llm_judge(config: Config, settings: Settings):
-    """The `--llm-judge` diagnostic: one client (cache and budget of the config's `llm:`) for the whole run."""
-    from bot.llm import LLMClient
-    from bot.llm.cache import ReplyCache
-    from bot.scoring.llm_judge import llm_judge_verdict
+class LLMJudge:
+    """The `--llm-judge` diagnostic: one client (cache and budget of the config's `llm:`) for the whole run,
+    its usage kept in the run's `meta.llm_judge`."""
 
-    client = LLMClient(config.llm, environ=settings.environ, cache=ReplyCache(settings.cache_dir / "llm"))
+    def __init__(self, config: Config, settings: Settings) -> None:
+        from bot.llm import LLMClient
+        from bot.llm.cache import ReplyCache
 
-    def judge(case: Case, sql: str):
-        return llm_judge_verdict(client, case.question, case.gold_sql[0], sql)
+        self.client = LLMClient(config.llm, environ=settings.environ, cache=ReplyCache(settings.cache_dir / "llm"))
 
-    return judge
+    def __call__(self, case: Case, sql: str):
+        from bot.scoring.llm_judge import llm_judge_verdict
+
+        return llm_judge_verdict(self.client, case.question, case.gold_sql[0], sql)
+
+    def llm_usage(self) -> LLMUsage:
+        from bot.llm.usage import usage_record
+
+        return usage_record(self.client)
 
 
 def run_options(
@@ -174,7 +181,7 @@ def run_options(
         else None,
         row_cap=req.row_cap or config.row_cap,
         structural=req.structural,
-        judge=llm_judge(config, settings) if req.llm_judge else None,
+        judge=LLMJudge(config, settings) if req.llm_judge else None,
         out=out,
         filters=req.filters,
         repeats=req.repeat,
@@ -211,7 +218,7 @@ def run_command(req: RunRequest, settings: Settings) -> int:
         run = run_suite(suite, cases, agent, server, opts, progress=progress)
     finally:
         progress.close()
-    run = with_llm_usage(run, agent, out)
+    run = with_llm_usage(run, agent, out, judge=opts.judge)
     print(summary_table(run))
     problems = problem_lines(run)
     if problems:
@@ -219,6 +226,8 @@ def run_command(req: RunRequest, settings: Settings) -> int:
     print(f"\nresults written to {out} ({run.meta.duration_s:.1f}s{_calls_note(run)})")
     if run.meta.llm is not None:
         print(llm_usage_line(run.meta.llm))
+    if run.meta.llm_judge is not None:
+        print("--llm-judge: " + llm_usage_line(run.meta.llm_judge))
     bugs = [c.id for c in run.cases if c.error_class == "internal_error"]
     if bugs:
         print(
@@ -240,13 +249,18 @@ def run_command(req: RunRequest, settings: Settings) -> int:
     return EXIT_OK
 
 
-def with_llm_usage(run: RunResult, agent: object, out: Path) -> RunResult:
+def with_llm_usage(run: RunResult, agent: object, out: Path, *, judge: object = None) -> RunResult:
     """The run with its agent's LLM usage in `meta.llm` (an agent that calls an LLM says so with
-    `llm_usage()`), written again to `out`; other agents' runs are returned as they are."""
-    usage_of = getattr(agent, "llm_usage", None)
-    if not callable(usage_of):
+    `llm_usage()`) and the `--llm-judge`'s in `meta.llm_judge`, written again to `out`; a run with neither is
+    returned as it is."""
+    update = {}
+    for key, holder in (("llm", agent), ("llm_judge", judge)):
+        usage_of = getattr(holder, "llm_usage", None)
+        if callable(usage_of):
+            update[key] = usage_of()
+    if not update:
         return run
-    run = run.model_copy(update={"meta": run.meta.model_copy(update={"llm": usage_of()})})
+    run = run.model_copy(update={"meta": run.meta.model_copy(update=update)})
     write_run(out, run)
     return run
 

@@ -11,7 +11,7 @@ from bot.results import read_run
 from tests.support.fake_openai import FakeOpenAI
 
 
-def test_llm_judge_adds_a_verdict_to_failing_cases_only(tmp_path, pg_dsn):
+def test_llm_judge_adds_a_verdict_to_failing_cases_only(tmp_path, pg_dsn, capsys):
     (tmp_path / "t.sql").write_text("CREATE TABLE t (x int); INSERT INTO t VALUES (1), (2), (3);\n")
     cases = [
         {"id": "right", "question": "How many rows?", "gold_sql": "SELECT count(*) FROM t"},
@@ -35,7 +35,12 @@ def test_llm_judge_adds_a_verdict_to_failing_cases_only(tmp_path, pg_dsn):
                    "--llm-judge", "-q"])  # fmt: skip
         requests = list(llm.completions)
     assert rc == 0
-    cases_by_id = {c.id: c for c in read_run(out).cases}
+    run = read_run(out)
+    cases_by_id = {c.id: c for c in run.cases}
+    # what the judge cost is the run's record too, beside (never inside) the agent's
+    assert run.meta.llm is None and run.meta.llm_judge is not None
+    assert (run.meta.llm_judge.model, run.meta.llm_judge.calls, run.meta.llm_judge.parse_ok) == ("judge-model", 1, 1)
+    assert "--llm-judge: LLM judge-model: 1 request(s)" in capsys.readouterr().out
     assert "llm_judge" not in cases_by_id["right"].verdicts
     wrong = cases_by_id["wrong"]
     assert wrong.status == "failed", "the judge's opinion never overrides the execution verdict"
