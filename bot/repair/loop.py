@@ -9,12 +9,9 @@ loop ends normally or stops early on an LLM error or the call budget.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from bot.agents import AgentContext, make_agent
 from bot.agents.base import AgentAdapter
-from bot.agents.env import agent_environment
-from bot.cases.loader import parse_duration_ms
 from bot.cases.model import Case, Suite
 from bot.compare import Comparison
 from bot.config import Config
@@ -33,47 +30,11 @@ from bot.repair.outcome import (
 from bot.repair.plan import PLAN_SCHEMA, CheckedPlan, Plan, PlanError, check_plan, parse_plan
 from bot.repair.prompts import case_messages, critique_messages
 from bot.repair.select import choose, group_failures
-from bot.results import CaseResult, RunResult, count
+from bot.repair.setup import Limits, cap_budget, default_agent_factory, default_run_options
+from bot.repair.summary import baseline_of, build_outcome
+from bot.results import CaseResult, RunResult
 from bot.runner import RunOptions, run_suite
 from bot.settings import Settings
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_failures: int = 5
-    max_retries: int = 3
-    max_llm_calls: int = 50
-    max_critique: int = 5
-    # A retry after a refusal, at temperature 0, gives the same plan back (the trial saw it 3 times in a row):
-    # retries sample at least this warm. Every plan is verified whatever its temperature.
-    retry_temperature: float = 0.6
-    # Room for one plan's reply: a plan is a few edits; a whole file sent as `content` gets room for the
-    # largest file shown. A small model that loops runs to this cap (the trial: 2,048 tokens, 5 minutes).
-    plan_tokens: int = 1024
-
-
-def default_agent_factory(config: Config, settings: Settings | None = None) -> Callable[[], AgentAdapter]:
-    """A fresh agent per run (run_suite closes it); it reads the KB from disk, so edits take effect. With
-    `settings`, a process agent gets only the allow-listed environment and its answers are masked."""
-    spec = config.agent.spec if config.agent else "gold"
-    options = dict(config.agent.options) if config.agent else {}
-    if config.agent and config.agent.persistent:
-        options["persistent"] = True
-    timeout = config.agent.timeout if config.agent else 120.0
-    ctx = AgentContext(base_dir=config.base_dir, options=options, timeout_s=timeout)
-    if settings is not None:
-        allow = config.agent.env if config.agent else ()
-        ctx = replace(ctx, env=agent_environment(settings.environ, allow=allow), secrets=settings.secrets,
-                      settings=settings)  # fmt: skip
-    return lambda: make_agent(spec, ctx)
-
-
-def default_run_options(config: Config) -> RunOptions:
-    timeout = config.statement_timeout
-    ms = parse_duration_ms(timeout, path="sqlcanary.yml", line=None) if timeout else None
-    return RunOptions(
-        jobs=config.jobs or 2, preset=config.preset, statement_timeout_ms=ms, row_cap=config.row_cap
-    )
 
 
 class _Stop(Exception):
@@ -274,56 +235,6 @@ class _Loop:
                         parse_repaired=repaired, parse_failed=failed, requests=self.requests)  # fmt: skip
 
 
-def cap_budget(client: object, max_llm_calls: int) -> None:
-    """Tighten the client's own call budget so the endpoint never sees more than `max_llm_calls` requests
-    from this repair, re-asks for unusable JSON included (the loop's own count sees only plans)."""
-    budget = getattr(client, "budget", None)
-    if budget is None or not hasattr(budget, "max_calls"):
-        return
-    cap = getattr(budget, "calls", 0) + max_llm_calls
-    if budget.max_calls is None or budget.max_calls > cap:
-        budget.max_calls = cap
-
-
-def _baseline(loop: _Loop) -> dict[str, CaseResult]:
-    """The run's results when it covers the whole suite; otherwise a fresh full run (no stale baseline)."""
-    have = {c.id: c for c in loop.run.cases}
-    if all(c.id in have for c in loop.suite.cases) and loop.run.meta.complete:
-        return {c.id: have[c.id] for c in loop.suite.cases}
-    return loop.full_run()
-
-
-def _scope(loop: _Loop) -> str:
-    """Says so when the run given is not the whole suite: the head figures are then a fresh run's."""
-    ids = {c.id for c in loop.suite.cases}
-    total, given = len(ids), sum(c.id in ids for c in loop.run.cases)
-    if given == total and loop.run.meta.complete:
-        return ""
-    return (f"the run given held {given} of the suite's {total} case(s); the head and repaired pass rates are "
-            f"both of the whole suite")  # fmt: skip
-
-
-def _outcome(loop: _Loop, cases: list[CaseRepair], skipped: list[str], critique: list[CritiqueRecord],
-             *, base_pass_rate: float | None, evaluated_only: bool = False) -> RepairOutcome:  # fmt: skip
-    before = count(list(loop.baseline.values()) if loop.baseline else list(loop.run.cases))
-    after = count(list(loop.latest.values()))
-    diff = "" if loop.dry_run else loop.kb_diff()
-    changed = (
-        tuple(sorted(p for p in loop.initial if loop.kb.read(p) != loop.initial[p]))
-        if not loop.dry_run
-        else ()
-    )
-    return RepairOutcome(
-        suite=loop.suite.name, dry_run=loop.dry_run, evaluated_only=evaluated_only, stopped=loop.stopped,
-        cases=tuple(cases), skipped=tuple(skipped), critique=tuple(critique), files_changed=changed,
-        kb_diff=diff, issues_found=tuple(dict.fromkeys(loop.issues)),
-        improvements_made=tuple(dict.fromkeys(loop.improvements)), base_pass_rate=base_pass_rate,
-        head_pass_rate=before.pass_rate, repaired_pass_rate=after.pass_rate, counts_before=before,
-        counts_after=after, llm=loop.llm_stats(), scope=_scope(loop),
-        final_statuses={k: v.status for k, v in sorted(loop.latest.items())},
-    )  # fmt: skip
-
-
 def repair(
     run: RunResult,
     *,
@@ -353,12 +264,12 @@ def repair(
                  opts=run_options or default_run_options(config), dry_run=dry_run,
                  secrets=settings.secrets if settings else (), comparison=comparison)  # fmt: skip
     if evaluate_only:
-        loop.baseline = _baseline(loop)
+        loop.baseline = baseline_of(loop)
         loop.latest = loop.full_run()
-        return _outcome(loop, [], [], [], base_pass_rate=base_pass_rate, evaluated_only=True)
+        return build_outcome(loop, [], [], [], base_pass_rate=base_pass_rate, evaluated_only=True)
     with Transaction(kb) as tx:
         loop.tx = tx
-        loop.latest = loop.baseline = _baseline(loop)
+        loop.latest = loop.baseline = baseline_of(loop)
         known = {c.id for c in suite.cases}
         failing = [c for c in run.cases if c.status == "failed" and c.id in known]
         passing = [c for c in loop.baseline.values() if c.status == "passed"]
@@ -376,6 +287,6 @@ def repair(
             cases.append(loop.repair_case(result).model_copy(update={"group": cause}))
         repaired = [c.id for c in cases if c.repaired and c.attempts]
         critique = loop.critique(repaired) if repaired and not dry_run and not loop.stopped else []
-        outcome = _outcome(loop, cases, skipped, critique, base_pass_rate=base_pass_rate)
+        outcome = build_outcome(loop, cases, skipped, critique, base_pass_rate=base_pass_rate)
         tx.commit()
     return outcome

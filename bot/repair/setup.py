@@ -1,0 +1,64 @@
+"""How a repair is set up: its limits, the agent each re-run of the suite uses, the run options, and the
+cap on the LLM client's own call budget."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from bot.agents import AgentContext, make_agent
+from bot.agents.base import AgentAdapter
+from bot.agents.env import agent_environment
+from bot.cases.loader import parse_duration_ms
+from bot.config import Config
+from bot.runner import RunOptions
+from bot.settings import Settings
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_failures: int = 5
+    max_retries: int = 3
+    max_llm_calls: int = 50
+    max_critique: int = 5
+    # A retry after a refusal, at temperature 0, gives the same plan back (the trial saw it 3 times in a row):
+    # retries sample at least this warm. Every plan is verified whatever its temperature.
+    retry_temperature: float = 0.6
+    # Room for one plan's reply: a plan is a few edits; a whole file sent as `content` gets room for the
+    # largest file shown. A small model that loops runs to this cap (the trial: 2,048 tokens, 5 minutes).
+    plan_tokens: int = 1024
+
+
+def default_agent_factory(config: Config, settings: Settings | None = None) -> Callable[[], AgentAdapter]:
+    """A fresh agent per run (run_suite closes it); it reads the KB from disk, so edits take effect. With
+    `settings`, a process agent gets only the allow-listed environment and its answers are masked."""
+    spec = config.agent.spec if config.agent else "gold"
+    options = dict(config.agent.options) if config.agent else {}
+    if config.agent and config.agent.persistent:
+        options["persistent"] = True
+    timeout = config.agent.timeout if config.agent else 120.0
+    ctx = AgentContext(base_dir=config.base_dir, options=options, timeout_s=timeout)
+    if settings is not None:
+        allow = config.agent.env if config.agent else ()
+        ctx = replace(ctx, env=agent_environment(settings.environ, allow=allow), secrets=settings.secrets,
+                      settings=settings)  # fmt: skip
+    return lambda: make_agent(spec, ctx)
+
+
+def default_run_options(config: Config) -> RunOptions:
+    timeout = config.statement_timeout
+    ms = parse_duration_ms(timeout, path="sqlcanary.yml", line=None) if timeout else None
+    return RunOptions(
+        jobs=config.jobs or 2, preset=config.preset, statement_timeout_ms=ms, row_cap=config.row_cap
+    )
+
+
+def cap_budget(client: object, max_llm_calls: int) -> None:
+    """Tighten the client's own call budget so the endpoint never sees more than `max_llm_calls` requests
+    from this repair, re-asks for unusable JSON included (the loop's own count sees only plans)."""
+    budget = getattr(client, "budget", None)
+    if budget is None or not hasattr(budget, "max_calls"):
+        return
+    cap = getattr(budget, "calls", 0) + max_llm_calls
+    if budget.max_calls is None or budget.max_calls > cap:
+        budget.max_calls = cap

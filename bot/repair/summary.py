@@ -1,0 +1,58 @@
+"""What a repair reports: the baseline its figures start from and the `RepairOutcome` built from the loop's
+state when it ends."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bot.repair.outcome import CaseRepair, CritiqueRecord, RepairOutcome
+from bot.results import CaseResult, count
+
+if TYPE_CHECKING:  # the loop imports this module; these functions only read its state
+    from bot.repair.loop import _Loop
+
+
+def baseline_of(loop: _Loop) -> dict[str, CaseResult]:
+    """The run's results when it covers the whole suite; otherwise a fresh full run (no stale baseline)."""
+    have = {c.id: c for c in loop.run.cases}
+    if all(c.id in have for c in loop.suite.cases) and loop.run.meta.complete:
+        return {c.id: have[c.id] for c in loop.suite.cases}
+    return loop.full_run()
+
+
+def _scope(loop: _Loop) -> str:
+    """Says so when the run given is not the whole suite: the head figures are then a fresh run's."""
+    ids = {c.id for c in loop.suite.cases}
+    total, given = len(ids), sum(c.id in ids for c in loop.run.cases)
+    if given == total and loop.run.meta.complete:
+        return ""
+    return (f"the run given held {given} of the suite's {total} case(s); the head and repaired pass rates are "
+            f"both of the whole suite")  # fmt: skip
+
+
+def build_outcome(
+    loop: _Loop,
+    cases: list[CaseRepair],
+    skipped: list[str],
+    critique: list[CritiqueRecord],
+    *,
+    base_pass_rate: float | None,
+    evaluated_only: bool = False,
+) -> RepairOutcome:
+    before = count(list(loop.baseline.values()) if loop.baseline else list(loop.run.cases))
+    after = count(list(loop.latest.values()))
+    diff = "" if loop.dry_run else loop.kb_diff()
+    changed = (
+        tuple(sorted(p for p in loop.initial if loop.kb.read(p) != loop.initial[p]))
+        if not loop.dry_run
+        else ()
+    )
+    return RepairOutcome(
+        suite=loop.suite.name, dry_run=loop.dry_run, evaluated_only=evaluated_only, stopped=loop.stopped,
+        cases=tuple(cases), skipped=tuple(skipped), critique=tuple(critique), files_changed=changed,
+        kb_diff=diff, issues_found=tuple(dict.fromkeys(loop.issues)),
+        improvements_made=tuple(dict.fromkeys(loop.improvements)), base_pass_rate=base_pass_rate,
+        head_pass_rate=before.pass_rate, repaired_pass_rate=after.pass_rate, counts_before=before,
+        counts_after=after, llm=loop.llm_stats(), scope=_scope(loop),
+        final_statuses={k: v.status for k, v in sorted(loop.latest.items())},
+    )  # fmt: skip
