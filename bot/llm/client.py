@@ -28,7 +28,7 @@ from bot.llm.failures import retry_after_s
 from bot.llm.jsonparse import JsonParseError, Parsed, parse_json_object, validate
 from bot.llm.pricing import estimate_cost
 from bot.llm.transport import FORMATS, Call, Transport
-from bot.llm.types import JsonReply, ParseStats, TextReply, Usage
+from bot.llm.types import JsonReply, ParseStats, Sampling, TextReply, Usage
 from bot.llmconfig import LLMSettings
 
 log = logging.getLogger("sqlcanary.llm")
@@ -110,12 +110,13 @@ class LLMClient:
     # ---- calls ---------------------------------------------------------------------------------------------
     def complete_text(self, messages: list[dict], *, purpose: str = "", attempt: int | None = None) -> TextReply:
         """`attempt`: which of K repeats this is; at a temperature above 0 each gets its own cached reply."""
-        key = self._key(messages, schema=None, kind="text", attempt=attempt)
+        sampling = self._sampling(None, None, attempt)
+        key = self._key(messages, schema=None, kind="text", sampling=sampling)
         hit = self.cache.get(key) if self.cache else None
         if hit is not None:
             self._add(Usage(cached_calls=1))
             return TextReply(hit.text, Usage(cached_calls=1, cost_usd=0.0), cached=True)
-        call = self._transport.send(messages, schema=None, purpose=purpose)
+        call = self._transport.send(messages, schema=None, purpose=purpose, sampling=sampling)
         if self.cache:
             self.cache.put(key, CachedReply(call.text, call.prompt_tokens, call.completion_tokens))
         return TextReply(call.text, self._usage_of([call]), cached=False)
@@ -132,8 +133,8 @@ class LLMClient:
         max_tokens: int | None = None,
     ) -> JsonReply:
         """`temperature`, `max_tokens`: this call's own, instead of the settings' (max_tokens never above them)."""
-        sampling = self._sampling(temperature, max_tokens)
-        key = self._key(messages, schema=schema, kind="json", attempt=attempt, sampling=sampling)
+        sampling = self._sampling(temperature, max_tokens, attempt)
+        key = self._key(messages, schema=schema, kind="json", sampling=sampling)
         hit = self.cache.get(key) if self.cache else None
         if hit is not None:
             try:
@@ -202,26 +203,20 @@ class LLMClient:
         ]
 
     # ---- cache keys and usage ----------------------------------------------------------------------------------
-    def _sampling(self, temperature: float | None, max_tokens: int | None) -> tuple[float, int | None]:
+    def _sampling(self, temperature: float | None, max_tokens: int | None, attempt: int | None) -> Sampling:
+        """The call's own temperature and reply cap over the settings' (the cap never above theirs); above
+        temperature 0 the attempt is the seed. At 0 every attempt gets the same reply: no seed."""
         s = self.settings
         room = s.max_tokens if max_tokens is None else min(max_tokens, s.max_tokens or max_tokens)
-        return (s.temperature if temperature is None else temperature), room
+        temperature = s.temperature if temperature is None else temperature
+        seed = (attempt or 0) if temperature > 0 else None
+        return Sampling(temperature=temperature, max_tokens=room, seed=seed)
 
-    def _key(
-        self,
-        messages: list[dict],
-        *,
-        schema: dict | None,
-        kind: str,
-        attempt: int | None,
-        sampling: tuple[float, int | None] | None = None,
-    ) -> str:
+    def _key(self, messages: list[dict], *, schema: dict | None, kind: str, sampling: Sampling) -> str:
         s = self.settings
-        temperature, max_tokens = sampling or (s.temperature, s.max_tokens)
-        sampled = attempt if temperature > 0 else None  # at temperature 0 every attempt gets the same reply
         return request_key(base_url=s.base_url, model=s.model, messages=messages, schema=schema,
-                           temperature=temperature, max_tokens=max_tokens, kind=kind,
-                           attempt=sampled)  # fmt: skip
+                           temperature=sampling.temperature, max_tokens=sampling.max_tokens, kind=kind,
+                           attempt=sampling.seed)  # fmt: skip
 
     def _add(self, usage: Usage) -> None:
         with self._lock:

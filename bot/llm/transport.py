@@ -18,7 +18,7 @@ import openai
 from bot.llm.budget import Budget, estimate_tokens
 from bot.llm.errors import LLMContextTooLong, LLMUnavailable
 from bot.llm.failures import context_overflow, overflow_message, retry_after_s, timeout_hint
-from bot.llm.types import Usage
+from bot.llm.types import Sampling, Usage
 from bot.llmconfig import LLMSettings
 
 log = logging.getLogger("sqlcanary.llm")
@@ -92,7 +92,7 @@ class Transport:
         *,
         schema: dict | None,
         purpose: str,
-        sampling: tuple[float, int | None] | None = None,
+        sampling: Sampling,
     ) -> Call:
         """One logical call: retries on 429/5xx/timeouts; on a 400 tries the next response format, and keeps
         using the one that worked. Errors count every request this call sent."""
@@ -153,16 +153,17 @@ class Transport:
         response_format: dict | None,
         *,
         purpose: str,
-        sampling: tuple[float, int | None] | None = None,
+        sampling: Sampling,
     ) -> Call:
         s = self.settings
-        temperature, max_tokens = sampling or (s.temperature, s.max_tokens)
         prompt = json.dumps(messages, ensure_ascii=False)
-        self.budget.reserve(expected_tokens=estimate_tokens(prompt) + (max_tokens or 0), purpose=purpose)
+        self.budget.reserve(expected_tokens=estimate_tokens(prompt) + (sampling.max_tokens or 0), purpose=purpose)
         self._count(Usage(calls=1))
-        kwargs: dict[str, Any] = {"model": s.model, "messages": messages, "temperature": temperature}
-        if max_tokens:
-            kwargs["max_tokens"] = max_tokens
+        kwargs: dict[str, Any] = {"model": s.model, "messages": messages, "temperature": sampling.temperature}
+        if sampling.max_tokens:
+            kwargs["max_tokens"] = sampling.max_tokens
+        if sampling.seed is not None:
+            kwargs["seed"] = sampling.seed
         if response_format is not None:
             kwargs["response_format"] = response_format
         with self._slot():  # waiting for a slot is not part of the request's time

@@ -7,6 +7,17 @@ from typing import Any
 
 
 @dataclass(frozen=True)
+class Sampling:
+    """How one request samples. `seed` goes with a temperature above 0: the attempt number, so a repeat or a
+    retry is reproducible on a server that honours it (llama.cpp, vLLM, Ollama; OpenAI on a best-effort basis)
+    and two attempts still differ."""
+
+    temperature: float
+    max_tokens: int | None
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0

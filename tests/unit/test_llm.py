@@ -517,3 +517,16 @@ def test_the_attempt_is_in_the_cache_key_only_above_temperature_zero(server, tmp
     for attempt in range(3):
         cold.complete_json(MSGS, schema=SCHEMA, attempt=attempt)
     assert len(server.completions) == 4 and cold.usage.cached_calls == 2
+    # each sample carries its attempt as the seed (reproducible on llama.cpp, vLLM, Ollama); at 0, no seed
+    assert [r.json.get("seed") for r in server.completions] == [0, 1, 2, None]
+
+
+def test_a_call_can_sample_warmer_and_shorter_than_the_settings(server, tmp_path):
+    """The repair loop's retries: temperature and reply cap per call; the cap never above the settings'."""
+    server.script(['{"sql": "SELECT 1"}'])
+    client = client_for(server, tmp_path, cache=True, temperature=0.0)
+    client.complete_json(MSGS, schema=SCHEMA, attempt=2, temperature=0.6, max_tokens=100)
+    client.complete_json(MSGS, schema=SCHEMA, attempt=2, temperature=0.6, max_tokens=10**6)
+    client.complete_json(MSGS, schema=SCHEMA, attempt=2)
+    sent = [(r.json["temperature"], r.json.get("max_tokens"), r.json.get("seed")) for r in server.completions]
+    assert sent == [(0.6, 100, 2), (0.6, client.settings.max_tokens, 2), (0.0, client.settings.max_tokens, None)]
