@@ -117,20 +117,24 @@ def test_persistent_crash_mid_line_quotes_the_cut_line(persistent) -> None:
     assert "segfault while printing" in (ans.stderr or "")
 
 
+def _ask_persistent(tmp_path: Path, source: str, *ids: str) -> list[Answer]:
+    """A persistent agent from `source`, asked for each case id in turn, then closed."""
+    (tmp_path / "agent_under_test.py").write_text(source)
+    agent = PersistentCommandAgent(f"{PY} agent_under_test.py", long_ctx(tmp_path))
+    try:
+        return [bounded(lambda i=i: agent.answer(case(i))) for i in ids]
+    finally:
+        agent.close()
+
+
 def test_persistent_answer_without_a_final_newline_counts(tmp_path: Path) -> None:
-    agent_py = tmp_path / "no_newline.py"
-    agent_py.write_text(
+    source = (
         "import json, sys\n"
         "request = json.loads(sys.stdin.readline())\n"
         "sys.stdout.write(json.dumps({'sql': 'SELECT 7'}))\n"
     )
-    agent = PersistentCommandAgent(f"{PY} no_newline.py", long_ctx(tmp_path))
-    try:
-        ans = bounded(lambda: agent.answer(case("c1")))
-    finally:
-        agent.close()
+    [ans] = _ask_persistent(tmp_path, source, "c1")
     assert (ans.sql, ans.error) == ("SELECT 7", None)
-
 
 
 def test_persistent_stderr_written_before_the_answer_is_kept_whatever_the_drainer_did(
@@ -141,19 +145,14 @@ def test_persistent_stderr_written_before_the_answer_is_kept_whatever_the_draine
     from bot.agents.pipes import LineProcess
 
     monkeypatch.setattr(LineProcess, "_drain_stderr", lambda self: None)
-    (tmp_path / "logs.py").write_text(
+    source = (
         "import json, sys\n"
         "for line in sys.stdin:\n"
         "    request = json.loads(line)\n"
         "    print('log: thinking about', request['id'], file=sys.stderr, flush=True)\n"
         "    print(json.dumps({'id': request['id'], 'sql': 'SELECT 1'}), flush=True)\n"
     )
-    agent = PersistentCommandAgent(f"{PY} logs.py", long_ctx(tmp_path))
-    try:
-        first = bounded(lambda: agent.answer(case("c1")))
-        second = bounded(lambda: agent.answer(case("c2")))
-    finally:
-        agent.close()
+    first, second = _ask_persistent(tmp_path, source, "c1", "c2")
     assert first.sql == "SELECT 1" and "log: thinking about c1" in (first.stderr or "")
     assert "log: thinking about c2" in (second.stderr or "")
 
