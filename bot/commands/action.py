@@ -57,8 +57,10 @@ class ActionContext:
 
     @property
     def key(self) -> str:
-        """The sticky comment's and check run's identity: one per workflow, job, suite and shard."""
-        parts = [self.runner.workflow, self.runner.job, self.inputs.suite or self.inputs.config or "", self.inputs.shard]
+        """The sticky comment's and check run's identity: one per workflow, job, suite, shard and `comment-key`
+        (matrix legs that differ in something else, e.g. the model, would otherwise share one comment)."""
+        parts = [self.runner.workflow, self.runner.job, self.inputs.suite or self.inputs.config or "", self.inputs.shard,
+                 self.inputs.comment_key]  # fmt: skip
         return "/".join(p for p in parts if p)
 
 

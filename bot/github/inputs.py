@@ -43,6 +43,7 @@ class ActionInputs(FrozenModel):
     check_run: bool = True
     repeat: int = Field(default=1, ge=1, le=50)
     shard: str | None = None
+    comment_key: str | None = Field(default=None, max_length=100)
     cache_dir: str = ".sqlcanary/cache"
     working_directory: str = "."
 

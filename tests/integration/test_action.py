@@ -148,6 +148,17 @@ def test_runs_on_one_pr_keep_one_comment_edited_once_and_an_unchanged_run_edits_
     assert new_head[:7] in comments(fake)[0]["body"] or "cities" in comments(fake)[0]["body"]
 
 
+def test_matrix_legs_with_their_own_comment_key_keep_their_own_comment_and_check_run(pr, fake, capsys):
+    """Two legs of one job that differ in the model, not the shard: one key each, so neither overwrites the other."""
+    for model in ("small", "large", "small"):
+        assert run_action({**pr["env"], "INPUT_COMMENT-KEY": model}, fake, capsys) == 1
+    bodies = sorted(c["body"].splitlines()[0] for c in comments(fake))
+    assert len(bodies) == 2 and bodies[0].endswith("/large -->") and bodies[1].endswith("/small -->")
+    names = sorted(r["name"] for r in fake.state.repo(REPO).check_runs.values())
+    assert any(n.endswith("/large)") for n in names) and any(n.endswith("/small)") for n in names)
+    assert len(fake.calls("issues/create-comment")) == 2
+
+
 def test_no_secret_reaches_a_request_a_file_the_summary_or_the_log(pr, fake, capsys):
     assert run_action(pr["env"], fake, capsys) == 1
     assert fake.leaks(LEAKED) == []
