@@ -32,8 +32,9 @@ from bot.stats import discordant_pairs, mcnemar_one_sided
 
 # 2: `renamed` transition (CaseChange.renamed_from / outcome); head-only comparisons (baseline "none", base
 # None, baseline_reason). 3: cause linking (Comparison.causes / unexplained / linked / changed_files;
-# CaseChange.gold_sql / head_used / base_used). Older files still read: every new field has a default.
-COMPARISON_SCHEMA_VERSION = 3
+# CaseChange.gold_sql / head_used / base_used). 4: CaseChange.edited. Older files still read: every new field
+# has a default.
+COMPARISON_SCHEMA_VERSION = 4
 
 Transition = Literal[
     "still_passing",  # passed in both
@@ -83,6 +84,9 @@ class CaseChange(FrozenModel):
     gold_sql: tuple[str, ...] = ()  # from the suite, when the caller had it (check does; see bot.causes)
     head_used: tuple[str, ...] = ()  # the KB spans each side's answer said it used (Prediction.used)
     base_used: tuple[str, ...] = ()
+    # The same id with other content (question, database, gold SQL or category): each side was judged by its
+    # own version of the case, so a changed gold can turn a break into a pass. Reported, never hidden.
+    edited: bool = False
 
     @property
     def judged(self) -> Transition:
@@ -149,8 +153,8 @@ def compare_runs(
     anyway and keeps the reasons as warnings. Forced past a different case selection, cases only one run
     holds are listed but not judged: they were left out, not added or deleted."""
     problems = incomparable_reasons(base, head)
-    warnings = run_warnings(base, head)
     changes = pair_cases(base, head, gate=gate)
+    warnings = [*run_warnings(base, head), *edited_warning(changes)]
     base_sum, head_sum = summarize(base.cases), summarize(head.cases)
     overall = rate_delta(base_sum, head_sum)
     if problems and not force:
@@ -230,7 +234,10 @@ def pair_cases(base: RunResult, head: RunResult, *, gate: GateSettings = GateSet
         if i in renames:
             changes.append(_renamed(base_cases[renames[i]], head_cases[i], gate))
         elif i not in renamed_base:
-            changes.append(classify_case(base_cases.get(i), head_cases.get(i), gate=gate))
+            change = classify_case(base_cases.get(i), head_cases.get(i), gate=gate)
+            if _edited(base_cases.get(i), head_cases.get(i)):
+                change = change.model_copy(update={"edited": True})
+            changes.append(change)
     changes.sort(key=_order)
     return changes
 
@@ -247,6 +254,20 @@ def find_renames(base: dict[str, CaseResult], head: dict[str, CaseResult]) -> di
         if i not in base and case.case_hash:
             new[case.case_hash].append(i)
     return {new[h][0]: ids[0] for h, ids in removed.items() if len(ids) == 1 and len(new.get(h, ())) == 1}
+
+
+def _edited(base: CaseResult | None, head: CaseResult | None) -> bool:
+    return bool(base and head and base.case_hash and head.case_hash and base.case_hash != head.case_hash)
+
+
+def edited_warning(changes: list[CaseChange]) -> list[str]:
+    """The cases this change edited, for the reports' notes: their verdicts use the new version."""
+    ids = [c.id for c in changes if c.edited]
+    if not ids:
+        return []
+    shown = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+    return [f"{len(ids)} case(s) edited by this change (question, database, gold SQL or category): {shown}. Each "
+            "side was judged by its own version, so review that the new gold still asks what the old one did"]  # fmt: skip
 
 
 def _renamed(base: CaseResult, head: CaseResult, gate: GateSettings) -> CaseChange:

@@ -466,6 +466,24 @@ def test_a_renamed_case_that_broke_is_a_regression():
     assert [ch.id for ch in c.judged_as("regressed")] == ["to-errored", "new-broken"]
 
 
+def test_a_case_the_change_edited_is_flagged_in_the_comparison_and_the_comment():
+    """A pull request that breaks the agent and rewrites the gold to match passes case by case: that must be
+    seen. The case keeps its id but not its content hash: flagged, with a note naming it, in every report."""
+    from bot.report.render import render_comment
+
+    base = load("rename_base")
+    head = base.model_copy(update={"cases": tuple(
+        c.model_copy(update={"case_hash": "0" * 16}) if c.id == "steady" else c for c in base.cases
+    )})  # fmt: skip
+    c = compare_runs(base, head)
+    changes = by_id(c)
+    assert changes["steady"].edited and changes["steady"].transition == "still_passing"
+    assert not any(ch.edited for i, ch in changes.items() if i != "steady")
+    assert any("1 case(s) edited by this change" in w and "steady" in w for w in c.warnings)
+    assert "1 case(s) edited by this change" in render_comment(c)
+    assert not compare_runs(base, base).warnings  # the same content: nothing to say
+
+
 def test_cases_asking_the_same_thing_twice_are_not_paired():
     changes = by_id(cmp("gate_base", "gate_head"))
     assert [changes[i].transition for i in ("twin-a", "twin-b", "twin-c", "deleted")] == [
