@@ -88,7 +88,7 @@ def _check_source(
 
 
 def _check_ratio(draft: Draft, metric: Metric, path: str, doc: SpanDict) -> None:
-    parts = []
+    parts: list[tuple[Metric, str, SpanDict]] = []
     for key in ("numerator", "denominator"):
         name = getattr(metric, key)
         part = draft.metrics.get(name)
@@ -97,15 +97,15 @@ def _check_ratio(draft: Draft, metric: Metric, path: str, doc: SpanDict) -> None
         elif part[0].aggregation == "ratio":
             draft.problem(path, doc.line_of(key), f"{key}: {name!r} is itself a ratio")
         else:
-            parts.append(part[0])
-    if len(parts) == 2 and (parts[0].table, parts[0].snippet, parts[0].time_column) != (
-        parts[1].table,
-        parts[1].snippet,
-        parts[1].time_column,
-    ):
-        def where(m: Metric) -> str:
+            parts.append(part)
+    sources = [(m.table, m.snippet, m.time_column) for m, _, _ in parts]
+    if len(parts) == 2 and sources[0] != sources[1]:
+
+        def where(part: tuple[Metric, str, SpanDict]) -> str:
+            m, at, spans = part
             source = f"table {m.table}" if m.table else f"snippet {m.snippet}"
-            return f"{m.name!r} reads {source}, time column {m.time_column}"
+            line = spans.line_of("table" if m.table else "snippet")
+            return f"{m.name!r} ({draft.shown(at)}:{line}) reads {source}, time column {m.time_column}"
 
         draft.problem(
             path, doc.line_of("denominator"),

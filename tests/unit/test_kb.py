@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import shutil
 from pathlib import Path
 
@@ -91,7 +92,10 @@ def test_ratio_metric_parts_must_exist_and_share_a_source():
         for e in with_metric(ratio, "metrics/r.yaml")
     )
     mixed = ratio.replace("nothing", "dau")
-    assert any("share a source" in e for e in with_metric(mixed, "metrics/r.yaml"))
+    [err] = [e for e in with_metric(mixed, "metrics/r.yaml") if "share a source" in e]
+    # each part named with the line that sets its source: a fix must change one of them, or both
+    assert re.search(r"'gmv' \(metrics/gmv\.yaml:\d+\) reads table orders", err), err
+    assert re.search(r"'dau' \(metrics/dau\.yaml:\d+\) reads table daily_platform_activity", err), err
     with_table = ratio.replace("denominator: nothing", "denominator: orders\ntable: orders")
     assert any("remove 'table'" in e for e in with_metric(with_table, "metrics/r.yaml"))
 
