@@ -27,7 +27,7 @@ from bot.repair.outcome import (
     RepairOutcome,
     unified_diff,
 )
-from bot.repair.plan import PLAN_SCHEMA, CheckedPlan, Plan, PlanError, check_plan, parse_plan
+from bot.repair.plan import PLAN_SCHEMA, CheckedPlan, Plan, PlanError, check_plan, combine_held, parse_plan
 from bot.repair.prompts import case_messages, critique_messages
 from bot.repair.select import choose, group_failures
 from bot.repair.setup import Limits, cap_budget, default_agent_factory, default_run_options
@@ -63,6 +63,7 @@ class _Loop:
     improvements: list[str] = field(default_factory=list)
     comparison: Comparison | None = None  # a check's (repair --from-check): cause links for the prompts
     baseline: dict[str, CaseResult] = field(default_factory=dict)  # the whole suite before any edit
+    held: CheckedPlan | None = None  # the last plan the KB validator alone refused (plan.combine_held)
 
     # -- running the suite ---------------------------------------------------------------------------------
     def _run(self, cases: list[Case]) -> dict[str, CaseResult]:
@@ -150,13 +151,24 @@ class _Loop:
             why = "you proposed no change, but the case still fails"
             return AttemptRecord(n=n, outcome="no_change", reason=why, plan=dump, cached=cached), False
         checked = check_plan(plan, self.kb)
+        combined = ""
+        if not checked.ok and checked.held:
+            both = combine_held(self.kb, self.held, checked) if self.held else None
+            if both and self.held:
+                combined = f"tried together with the earlier plan for {', '.join(sorted(self.held.held))}, which " \
+                           "the KB validator refused alone: "  # fmt: skip
+            self.held = None if both else checked
+            checked = both or checked
         if not checked.ok:
             why = "the plan was refused, nothing was written: " + "; ".join(str(r) for r in checked.refusals)
             return AttemptRecord(n=n, outcome="refused", reason=why, plan=dump, cached=cached), False
         diff = unified_diff(checked.originals, checked.changes)
         if self.dry_run:
             return AttemptRecord(n=n, outcome="dry_run", plan=dump, diff=diff, cached=cached), True
-        return self._tried(n, plan, checked, diff, dump, cached)
+        record, accepted = self._tried(n, plan, checked, diff, dump, cached)
+        if combined:
+            record = record.model_copy(update={"reason": combined + (record.reason or "accepted")})
+        return record, accepted
 
     def _tried(self, n: int, plan: Plan, checked: CheckedPlan, diff: str, dump: dict | None, cached: bool):
         outcome, reason, broken = self.verify(checked, self._case_id)

@@ -59,7 +59,7 @@ PLAN_SCHEMA: dict[str, Any] = {
     "required": ["status", "actions"],
 }  # fmt: skip
 __all__ = ["MAX_ACTIONS", "PLAN_SCHEMA", "Action", "CheckedPlan", "Edit", "Plan", "PlanError", "Refusal",
-           "check_plan", "kb_folders", "parse_plan"]  # fmt: skip
+           "check_plan", "combine_held", "kb_folders", "parse_plan"]  # fmt: skip
 
 
 class _Lenient(BaseModel):
@@ -118,6 +118,11 @@ class CheckedPlan:
     changes: dict[str, str] = field(default_factory=dict)
     originals: dict[str, str | None] = field(default_factory=dict)
     refusals: tuple[Refusal, ...] = ()
+    # Refused by the KB validator alone (every action applied and parsed): what the plan would have written, so
+    # that the loop can try it together with a later plan that the validator refuses for the other half of
+    # the same rule (a ratio whose two parts must change together). Never written on its own.
+    held: dict[str, str] = field(default_factory=dict)
+    held_originals: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -219,8 +224,24 @@ def check_plan(plan: Plan, kb: KBFiles) -> CheckedPlan:
     changes = {k: v for k, v in texts.items() if v is not None and v != originals.get(k)}
     if not refusals and plan.actions and not changes:
         refusals.append(Refusal("", "the actions change nothing"))
-    if not refusals:
-        refusals.extend(_kb_refusals(kb, changes))
     if refusals:
         return CheckedPlan(plan, refusals=tuple(refusals))
-    return CheckedPlan(plan, changes=changes, originals={k: originals[k] for k in changes})
+    kept = {k: originals[k] for k in changes}
+    invalid = _kb_refusals(kb, changes)
+    if invalid:
+        return CheckedPlan(plan, refusals=tuple(invalid), held=changes, held_originals=kept)
+    return CheckedPlan(plan, changes=changes, originals=kept)
+
+
+def combine_held(kb: KBFiles, earlier: CheckedPlan, later: CheckedPlan) -> CheckedPlan | None:
+    """Two plans the KB validator refused, on different files, tried as one: the plan the validator accepts
+    when each half alone breaks a rule across files. None when they overlap, a file changed since the earlier
+    plan was checked, or the validator still refuses the union."""
+    if not earlier.held or not later.held or set(earlier.held) & set(later.held):
+        return None
+    if any(kb.read(path) != text for path, text in earlier.held_originals.items()):
+        return None
+    changes = {**earlier.held, **later.held}
+    if _kb_refusals(kb, changes):
+        return None
+    return CheckedPlan(later.plan, changes=changes, originals={**earlier.held_originals, **later.held_originals})

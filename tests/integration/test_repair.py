@@ -275,6 +275,25 @@ def test_a_refused_edit_is_answered_with_the_plan_to_send(shop, pg_server, tmp_p
     assert [s["max_tokens"] for s in sent] == [1024, 1024]
 
 
+def test_two_plans_the_validator_refuses_alone_are_tried_together(shop, pg_server, tmp_path):
+    """A small model edits one file per plan; a rule across files (the ratio `aov` reads `gmv` and `orders`
+    from one source) needs both. The second half is tried with the first, held from the refused attempt."""
+    root, run = shop
+    before = snapshot(root)
+    gmv_half = plan(edit("kb/metrics/gmv.yaml", "table: orders\n", "table: orders_archive\n"))
+    orders_half = plan(edit("kb/metrics/orders.yaml", "table: orders\n", "table: orders_archive\n"))
+    with FakeOpenAI([gmv_half, orders_half, FIX, PERFECT]) as srv:
+        outcome = do_repair(root, run, pg_server, client(srv, tmp_path), max_critique=1)
+    first, second, third = outcome.cases[0].attempts
+    assert first.outcome == "refused" and "share a source" in first.reason
+    assert second.outcome == "still_failing" and "tried together with the earlier plan for kb/metrics/gmv.yaml" \
+        in second.reason  # fmt: skip
+    assert "kb/metrics/gmv.yaml" in second.diff and "kb/metrics/orders.yaml" in second.diff
+    assert third.outcome == "accepted" and outcome.files_changed == (CPC,)
+    after = snapshot(root)
+    assert {k for k in before if before[k] != after.get(k)} == {CPC}  # the held halves were never kept
+
+
 def test_a_one_case_run_is_compared_with_the_whole_suite_not_with_itself(shop, pg_server, tmp_path):
     root, run = shop
     one = run.model_copy(update={"cases": tuple(c for c in run.cases if c.id == CPC_CASE)})

@@ -11,7 +11,7 @@ import pytest
 
 from bot.config import Config, KBConfig
 from bot.repair.kb import KBFiles
-from bot.repair.plan import PlanError, check_plan, kb_folders, parse_plan
+from bot.repair.plan import PlanError, check_plan, combine_held, kb_folders, parse_plan
 
 SHOP = Path(__file__).resolve().parents[2] / "benchmarks" / "shop"
 GLOBS = ("kb/**/*.yaml", "kb/**/*.yml", "kb/**/*.sql", "kb/**/*.md")
@@ -120,6 +120,21 @@ def test_a_search_text_with_other_whitespace_still_applies_once(kb: KBFiles):
     indented = edit("kb/metrics/gmv.yaml", "    - status  =  'completed'\n", "  - status = 'completed'\n  - gmv > 0\n")
     again = check_plan(parse_plan(plan(indented)), kb)
     assert again.ok and again.changes == checked.changes
+
+
+def test_two_halves_of_one_cross_file_rule_are_tried_together(kb: KBFiles):
+    """The ratio `aov` needs `gmv` and `orders` on one source: each edit alone is refused by the KB validator
+    (held, never written); the two together are one plan the validator accepts."""
+    gmv = check_plan(parse_plan(plan(edit("kb/metrics/gmv.yaml", "table: orders\n", "table: orders_archive\n"))), kb)
+    orders = check_plan(parse_plan(plan(edit("kb/metrics/orders.yaml", "table: orders\n", "table: orders_archive\n"))), kb)
+    for half in (gmv, orders):
+        assert not half.ok and not half.changes and "share a source" in str(half.refusals[0]) and half.held
+    both = combine_held(kb, gmv, orders)
+    assert both is not None and both.ok
+    assert set(both.changes) == {"kb/metrics/gmv.yaml", "kb/metrics/orders.yaml"}
+    assert combine_held(kb, gmv, gmv) is None  # the same file twice: not two halves
+    (kb.root / "kb/metrics/gmv.yaml").write_text((kb.root / "kb/metrics/gmv.yaml").read_text() + "# edited\n")
+    assert combine_held(kb, gmv, orders) is None  # the earlier half no longer matches the file
 
 
 @pytest.mark.parametrize("action", [
