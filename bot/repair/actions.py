@@ -66,7 +66,7 @@ def apply_action(action: Action, rel: str, current: str | None) -> str:
     if action.content is not None and action.edits:
         raise Unusable(f"send either `edits` or `content`, not both: {example(rel)} changes lines, "
                        f"{example(rel, content=True)} writes the whole file")  # fmt: skip
-    hit = content_placeholder(action)
+    hit = _placeholder(action.content or "", action.file)
     if hit:
         raise Unusable(f"the action's `file` or `content` is the example's placeholder {hit!r}: name a KB file "
                        f"and write its actual text")  # fmt: skip
@@ -101,22 +101,18 @@ def apply_action(action: Action, rel: str, current: str | None) -> str:
     return text
 
 
+def _placeholder(*values: str) -> str | None:
+    """The first example placeholder any of `values` holds, if any."""
+    return next((p for value in values for p in PLACEHOLDERS if p in value), None)
+
+
 def _refuse_placeholders(where: str, rel: str, text: str, edit: Edit) -> None:
     for field, value in (("search", edit.search), ("replace", edit.replace)):
-        hit = next((p for p in PLACEHOLDERS if p in value), None)
+        hit = _placeholder(value)
         if hit:
             raise Unusable(f"{where}: `{field}` is the example's placeholder {hit!r}, not KB text: write the "
                            f"actual lines, e.g. {example(rel, search=_first_line(text))} with your new text "
                            f"as `replace`")  # fmt: skip
-
-
-def content_placeholder(action: Action) -> str | None:
-    """The placeholder a `content` or `file` carries, if any."""
-    for value in (action.content or "", action.file):
-        hit = next((p for p in PLACEHOLDERS if p in value), None)
-        if hit:
-            return hit
-    return None
 
 
 _WORD = re.compile(r"\w")

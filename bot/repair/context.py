@@ -111,9 +111,13 @@ def number_lines(text: str, ranges: list[tuple[int, int]], *, around: int = AROU
     return "\n".join(out)
 
 
-def excerpts(kb: KBFiles, used: tuple[str, ...]) -> tuple[tuple[Excerpt, ...], tuple[str, ...]]:
+def excerpts(
+    kb: KBFiles, used: tuple[str, ...]
+) -> tuple[tuple[Excerpt, ...], tuple[str, ...], dict[str, str]]:
+    """The excerpts of the files `used` names, the refs not shown, and the texts of the files shown."""
     refs, skipped = parse_refs(used)
     out: list[Excerpt] = []
+    texts: dict[str, str] = {}
     for path, ranges in refs.items():
         if len(out) >= MAX_FILES:
             skipped.append(f"{path} (more than {MAX_FILES} files)")
@@ -126,8 +130,10 @@ def excerpts(kb: KBFiles, used: tuple[str, ...]) -> tuple[tuple[Excerpt, ...], t
             skipped.append(path[:200])
             continue
         merged = tuple(_merge(ranges))
-        out.append(Excerpt(file=kb.relative(path), ranges=merged, text=number_lines(text, list(merged))))
-    return tuple(out), tuple(skipped)
+        rel = kb.relative(path)
+        texts[rel] = text
+        out.append(Excerpt(file=rel, ranges=merged, text=number_lines(text, list(merged))))
+    return tuple(out), tuple(skipped), texts
 
 
 def _cut(text: str | None) -> str:
@@ -135,38 +141,39 @@ def _cut(text: str | None) -> str:
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + " ... (cut)"
 
 
-def _from_check(result: CaseResult, comparison: Comparison | None) -> dict[str, object]:
+def _from_check(result: CaseResult, comparison: Comparison | None) -> tuple[dict[str, object], tuple[str, ...]]:
+    """The FailureContext fields a check's comparison gives, and the lines its linked diff added (the head
+    side, for the reply's example)."""
     change = next((c for c in comparison.cases if c.id == result.id), None) if comparison else None
     if comparison is None or change is None:
-        return {}
+        return {}, ()
     linked = comparison.causes_of(change.id)
     explained = bool(linked) if comparison.linked and change.judged == "regressed" else None
     diff = "\n".join(f"--- {c.file} {c.where}\n{c.diff}" for c in linked if c.diff)
     added = tuple(ln[1:] for c in linked for ln in c.diff.splitlines() if ln.startswith("+") and ln[1:].strip())
-    return {"causes": tuple(f"{c.file} {c.where}" for c in linked), "kb_diff": _cut(diff), "added": added,
-            "explained": explained, "base_prediction": _cut(change.base_sql) if change.base_sql else None}  # fmt: skip
+    fields: dict[str, object] = {
+        "causes": tuple(f"{c.file} {c.where}" for c in linked), "kb_diff": _cut(diff), "explained": explained,
+        "base_prediction": _cut(change.base_sql) if change.base_sql else None,
+    }  # fmt: skip
+    return fields, added
 
 
-def example_line(kb: KBFiles, shown: tuple[Excerpt, ...], added: tuple[str, ...]) -> tuple[str, int, str] | None:
-    """The first changed line (`added`, the head side of the diff) found in a shown file, else the first
-    non-blank line the answer cited."""
-    texts: dict[str, list[str]] = {}
-    for ex in shown:
-        try:
-            texts[ex.file] = (kb.read(ex.file) or "").splitlines()
-        except (RefusedPath, OSError, UnicodeDecodeError):
-            texts[ex.file] = []
+def example_line(
+    shown: tuple[Excerpt, ...], texts: dict[str, str], added: tuple[str, ...]
+) -> tuple[str, int, str] | None:
+    """The first changed line (`added`, the head side of the diff) found once in a shown file, else the first
+    non-blank line the answer cited that occurs once in its file."""
+    lines = {ex.file: texts.get(ex.file, "").splitlines() for ex in shown}
     for line in added:
         for ex in shown:
-            lines = texts[ex.file]
-            if lines.count(line) == 1:
-                return ex.file, lines.index(line) + 1, line
+            if lines[ex.file].count(line) == 1:
+                return ex.file, lines[ex.file].index(line) + 1, line
     for ex in shown:
-        lines = texts[ex.file]
+        own = lines[ex.file]
         for first, last in ex.ranges:
-            for n in range(first, min(last, len(lines)) + 1):
-                if lines[n - 1].strip() and lines.count(lines[n - 1]) == 1:
-                    return ex.file, n, lines[n - 1]
+            for n in range(first, min(last, len(own)) + 1):
+                if own[n - 1].strip() and own.count(own[n - 1]) == 1:
+                    return ex.file, n, own[n - 1]
     return None
 
 
@@ -199,9 +206,8 @@ def failure_context(
     """`comparison`: the check's, when the run is its head (cause links, base prediction)."""
     deciding = result.verdicts.get(result.deciding_scorer or "") if result.deciding_scorer else None
     structural = result.verdicts.get("structural")
-    shown, skipped = excerpts(kb, result.prediction.used)
-    linked = _from_check(result, comparison)
-    added = linked.pop("added", ())
+    shown, skipped, texts = excerpts(kb, result.prediction.used)
+    linked, added = _from_check(result, comparison)
     return FailureContext(
         id=result.id,
         question=_cut(result.question or (case.question if case else "")),
@@ -217,6 +223,6 @@ def failure_context(
         rows=row_counts(deciding),
         excerpts=shown,
         unused_refs=skipped,
-        example=example_line(kb, shown, added),  # type: ignore[arg-type]
+        example=example_line(shown, texts, added),
         **linked,  # type: ignore[arg-type]
     )

@@ -17,6 +17,7 @@ from bot.compare import Comparison
 from bot.config import Config
 from bot.db.provision import Server
 from bot.llm import BudgetExhausted, LLMBadOutput, LLMError
+from bot.llm.usage import usage_record
 from bot.repair.context import failure_context
 from bot.repair.kb import KBFiles, Transaction, recover
 from bot.repair.outcome import (
@@ -150,15 +151,7 @@ class _Loop:
         if plan.status == "perfect" or not plan.actions:
             why = "you proposed no change, but the case still fails"
             return AttemptRecord(n=n, outcome="no_change", reason=why, plan=dump, cached=cached), False
-        checked = check_plan(plan, self.kb)
-        combined = ""
-        if not checked.ok and checked.held:
-            both = combine_held(self.kb, self.held, checked) if self.held else None
-            if both and self.held:
-                combined = f"tried together with the earlier plan for {', '.join(sorted(self.held.held))}, which " \
-                           "the KB validator refused alone: "  # fmt: skip
-            self.held = None if both else checked
-            checked = both or checked
+        checked, combined = self._with_held(check_plan(plan, self.kb))
         if not checked.ok:
             why = "the plan was refused, nothing was written: " + "; ".join(str(r) for r in checked.refusals)
             return AttemptRecord(n=n, outcome="refused", reason=why, plan=dump, cached=cached), False
@@ -169,6 +162,19 @@ class _Loop:
         if combined:
             record = record.model_copy(update={"reason": combined + (record.reason or "accepted")})
         return record, accepted
+
+    def _with_held(self, checked: CheckedPlan) -> tuple[CheckedPlan, str]:
+        """A plan the KB validator alone refused, tried with the one held from before (plan.combine_held); the
+        note to put before the attempt's reason when they were tried together. Otherwise it is held itself."""
+        if checked.ok or not checked.held:
+            return checked, ""
+        earlier, self.held = self.held, checked
+        both = combine_held(self.kb, earlier, checked) if earlier else None
+        if both is None or earlier is None:
+            return checked, ""
+        self.held = None
+        return both, (f"tried together with the earlier plan for {', '.join(sorted(earlier.held))}, which the KB "
+                      "validator refused alone: ")  # fmt: skip
 
     def _tried(self, n: int, plan: Plan, checked: CheckedPlan, diff: str, dump: dict | None, cached: bool):
         outcome, reason, broken = self.verify(checked, self._case_id)
@@ -240,11 +246,8 @@ class _Loop:
         return unified_diff(self.initial, current)
 
     def llm_stats(self) -> LLMStats:
-        usage = self.client.usage  # type: ignore[attr-defined]
-        ok, repaired, failed = self.client.parse_stats  # type: ignore[attr-defined]
-        return LLMStats(calls=usage.calls, cached_calls=usage.cached_calls, prompt_tokens=usage.prompt_tokens,
-                        completion_tokens=usage.completion_tokens, cost_usd=usage.cost_usd, parse_ok=ok,
-                        parse_repaired=repaired, parse_failed=failed, requests=self.requests)  # fmt: skip
+        counters = usage_record(self.client).model_dump(exclude={"model"})  # type: ignore[arg-type]
+        return LLMStats(**counters, requests=self.requests)
 
 
 def repair(

@@ -6,10 +6,10 @@ values of the process environment, as this module always did."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 
+from bot.repair.actions import example
 from bot.repair.context import FailureContext
 from bot.secrets import MASK, scrub, secret_values
 from bot.templating import environment
@@ -45,8 +45,7 @@ def case_messages(
     example_action = None
     if ctx.example:
         file, _, line = ctx.example
-        example_action = json.dumps({"file": file, "edits": [{"search": line, "replace": "<the corrected line>"}]},
-                                    ensure_ascii=False)  # fmt: skip
+        example_action = example(file, search=line, replace="<the corrected line>")
     user = _render("repair_case.md.j2", ctx=ctx, files=others, feedback=list(feedback), example_action=example_action)
     return _messages(system, user, secrets)
 

@@ -247,7 +247,7 @@ def test_failure_context_shows_only_the_used_lines_and_never_outside_the_kb(kb: 
         "kb/metrics/cpc.yaml:3-4",
         "junk",
     )
-    shown, skipped = excerpts(kb, used)
+    shown, skipped, _ = excerpts(kb, used)
     (ex,) = shown
     assert ex.file == "kb/metrics/cpc.yaml" and ex.ranges == ((2, 4),)
     lines = (kb.root / "kb/metrics/cpc.yaml").read_text().splitlines()
