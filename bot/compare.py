@@ -48,9 +48,10 @@ __all__ = [
 
 # 2: `renamed` transition (CaseChange.renamed_from / outcome); head-only comparisons (baseline "none", base
 # None, baseline_reason). 3: cause linking (Comparison.causes / unexplained / linked / changed_files;
-# CaseChange.gold_sql / head_used / base_used). 4: CaseChange.edited. Older files still read: every new field
-# has a default.
-COMPARISON_SCHEMA_VERSION = 4
+# CaseChange.gold_sql / head_used / base_used). 4: CaseChange.edited. 5: CaseChange.against_base and
+# GateSettings.allow_edited (an edited case judged by the base's version too). Older files still read: every new
+# field has a default.
+COMPARISON_SCHEMA_VERSION = 5
 
 Verdict = Literal["pass", "regressions", "incomparable"]
 Baseline = Literal["run", "none"]
@@ -107,16 +108,20 @@ class Comparison(FrozenModel):
 
 
 def compare_runs(
-    base: RunResult, head: RunResult, *, gate: GateSettings = GateSettings(), force: bool = False
-) -> Comparison:
+    base: RunResult, head: RunResult, *, gate: GateSettings = GateSettings(), force: bool = False,
+    edited_against_base: dict[str, str] | None = None,
+) -> Comparison:  # fmt: skip
     """Pair the cases of two runs (by id, then renames by content), classify each change and decide the
     verdict under `gate`.
+
+    `edited_against_base` ({id: status}, from `check`): the head's answers to the cases it edited, judged by the
+    base's version of each; the gate refuses one that passed on base and fails its base version.
 
     Runs that cannot be judged against each other are `incomparable` unless `force`, which compares them
     anyway and keeps the reasons as warnings. Forced past a different case selection, cases only one run
     holds are listed but not judged: they were left out, not added or deleted."""
     problems = incomparable_reasons(base, head)
-    changes = pair_cases(base, head, gate=gate)
+    changes = pair_cases(base, head, gate=gate, against_base=edited_against_base)
     warnings = [*run_warnings(base, head), *edited_warning(changes)]
     base_sum, head_sum = summarize(base.cases), summarize(head.cases)
     overall = rate_delta(base_sum, head_sum)

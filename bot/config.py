@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Literal
 
@@ -14,6 +15,9 @@ from bot.results import FrozenModel, GateSettings
 from bot.yamlread import LineDict, load_yaml_file
 
 CONFIG_NAMES = ("sqlcanary.yml", "sqlcanary.yaml")
+# A config resolved by `check` for one side (bot.trusted_config.write_resolved): JSON, loaded as it is.
+RESOLVED_MARK = "sqlcanary_resolved_config"
+RESOLVED_VERSION = 1
 
 
 class AgentConfig(FrozenModel):
@@ -76,8 +80,25 @@ class Config(FrozenModel):
         return p if p.is_absolute() else Path(self.base_dir) / p
 
 
+def _resolved(p: Path) -> Config | None:
+    """A config `check` resolved for one side (bot.trusted_config), or None for an ordinary config file."""
+    if p.suffix != ".json":
+        return None
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read the resolved config: {exc}", path=str(p)) from exc
+    if not isinstance(doc, dict) or doc.get(RESOLVED_MARK) != RESOLVED_VERSION:
+        return None
+    config = Config.model_validate(doc["config"])
+    return config.model_copy(update={"config_file": str(p.resolve())})
+
+
 def load_config(path: str | Path) -> Config:
     p = Path(path)
+    resolved = _resolved(p)
+    if resolved is not None:
+        return resolved
     doc = load_yaml_file(p)
     if doc is None:
         doc = LineDict()

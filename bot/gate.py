@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from bot.errors import EXIT_BAD_INPUT, EXIT_GATE, EXIT_OK, ConfigError
 from bot.results import GateSettings
+from bot.transitions import fails_base_version
 
 if TYPE_CHECKING:
     from bot.compare import CaseChange, RateDelta
@@ -82,6 +83,11 @@ def gate_reasons(
     if removed and judge_removed and not gate.allow_removed:
         reasons.append(f"{len(removed)} case(s) removed, and a deleted case cannot fail: {_ids(removed)}; "
                        "set gate.allow_removed: true (or --allow-removed) to accept removals")  # fmt: skip
+    hidden = [c for c in changes if fails_base_version(c) and c.judged != "regressed"]
+    if hidden and not gate.allow_edited:
+        reasons.append(f"{len(hidden)} edited case(s) passed on base, and the head's answer fails the base's version "
+                       f"of the case (it passes only the head's new version): {_ids(hidden)}; set "
+                       "gate.allow_edited: true (or --allow-edited) to accept the edit")  # fmt: skip
     reasons += pass_rate_floor(overall.head_rate, gate)
     head_rate, base_rate = overall.head_rate, overall.base_rate
     if gate.max_pass_rate_drop is not None and head_rate is not None and base_rate is not None:

@@ -146,6 +146,8 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 def worktree(repo: Path, sha: str, *, label: str = "base") -> Iterator[Path]:
     """`git worktree add --detach` of `sha` in a temporary folder; removed on the way out, whatever happens."""
     holder = Path(tempfile.mkdtemp(prefix=f"sqlcanary-{label}-"))
+    # The agent may run as an unprivileged user of its own (bot.agents.sandbox): let it reach the tree.
+    holder.chmod(0o755)
     path = holder / "tree"
     with _sigterm_as_interrupt():
         try:
@@ -169,3 +171,18 @@ def remove_worktree(repo: Path, path: Path) -> None:
         _git(["worktree", "prune"], cwd=repo, timeout=60)
     except ConfigError:
         pass
+
+
+def committed_under(repo: Path, folder: Path, revs: tuple[str, ...] = ("HEAD",)) -> list[str]:
+    """Files under `folder` that git tracks (the index) or that any of `revs` holds, relative to the repository:
+    what a commit could have planted there. Empty when `folder` is outside the repository."""
+    try:
+        rel = folder.resolve().relative_to(repo.resolve()).as_posix()
+    except ValueError:
+        return []
+    found = set(_z_list(_git(["ls-files", "-z", "--", rel or "."], cwd=repo), "ls-files"))
+    for rev in revs:
+        out = _git(["ls-tree", "-r", "-z", "--name-only", rev, "--", rel or "."], cwd=repo)
+        if out.returncode == 0:
+            found.update(p for p in out.stdout.split("\0") if p)
+    return sorted(found)

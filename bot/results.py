@@ -127,6 +127,9 @@ class GateSettings(FrozenModel):
     # allow_invalid.
     allow_removed: bool = False
     allow_invalid: bool = False
+    # A case the head edited (its question, gold or category) whose head answer fails the base's version, where
+    # the base's answer passed it, fails the gate unless this says the edit is fine (`check` judges both).
+    allow_edited: bool = False
 
 
 class CaseContent(Protocol):
@@ -212,13 +215,16 @@ class RunMeta(FrozenModel):
     cache_hits: int = 0  # answers taken from the answer cache instead
     llm: LLMUsage | None = None  # the agent's LLM usage, for an agent that calls one (`--agent llm`)
     llm_judge: LLMUsage | None = None  # the `--llm-judge` diagnostic's
+    # The agent's isolation: "uid 61234" (run as that unprivileged user, bot.agents.sandbox) or "off: <why>".
+    # None (not written): an agent that runs no process of the PR's, or a run from before the field existed.
+    sandbox: str | None = None
 
     @model_serializer(mode="wrap")
     def _without_empty_llm(self, handler: SerializerFunctionWrapHandler) -> Any:
         """No `llm` / `llm_judge` key for a run without those calls: written exactly as before the fields existed."""
         data = handler(self)
         if isinstance(data, dict):
-            for key in ("llm", "llm_judge"):
+            for key in ("llm", "llm_judge", "sandbox"):
                 if data.get(key) is None:
                     data.pop(key, None)
         return data

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
-import itertools
-import os
 import sys
 import threading
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -22,15 +19,9 @@ from bot.agents.base import AgentAdapter, Answer
 from bot.cache import AnswerCache, AnswerSource
 from bot.cases.model import Case, CompareOptions, Suite
 from bot.db.provision import Server
+from bot.db.scratch import scratch_factory
 from bot.db.session import ConnectionLost, Session
-from bot.db.templates import (
-    WORK_PREFIX,
-    Database,
-    clone_database,
-    drop_database,
-    runner_dsn,
-    working_databases,
-)
+from bot.db.templates import Database, working_databases
 from bot.errors import DatabaseError
 from bot.evaluate import Evaluation, evaluate_case
 from bot.gitrepo import git_sha
@@ -67,6 +58,7 @@ class RunOptions:
     agent_fingerprint: str = ""
     kb_fingerprint: str = ""
     answer_cache: AnswerCache | None = None
+    sandbox: str | None = None  # the agent's isolation, recorded as meta.sandbox (bot.agents.sandbox)
 
 
 def sqlcanary_version() -> str:
@@ -101,29 +93,6 @@ class _Workers:
     def close(self) -> None:
         for s in self._all:
             s.close()
-
-
-def _scratch_factory(server: Server, dbs: dict[str, Database], *, timeout_ms: int, row_cap: int):
-    counter = itertools.count()
-    password_dsn = {k: v.dsn for k, v in dbs.items()}
-
-    @contextmanager
-    def scratch(db: str) -> Iterator[Session]:
-        name = f"{WORK_PREFIX}scratch_p{os.getpid()}_{next(counter)}"
-        clone_database(server, dbs[db].template, name)
-        from psycopg2.extensions import parse_dsn
-
-        password = parse_dsn(password_dsn[db]).get("password", "")
-        session = Session(
-            runner_dsn(server, name, password), statement_timeout_ms=timeout_ms, row_cap=row_cap, direct=True
-        )
-        try:
-            yield session
-        finally:
-            session.close()
-            drop_database(server, name)
-
-    return scratch
 
 
 def _case_result(
@@ -257,14 +226,14 @@ def run_suite(
                        duration_s=round(time.perf_counter() - t0, 3), jobs=opts.jobs, filters=opts.filters,
                        complete=complete, repeats=opts.repeats, shard=opts.shard,
                        agent_fingerprint=opts.agent_fingerprint, kb_fingerprint=opts.kb_fingerprint,
-                       agent_calls=source.calls, cache_hits=source.hits)  # fmt: skip
+                       agent_calls=source.calls, cache_hits=source.hits, sandbox=opts.sandbox)  # fmt: skip
         return RunResult(meta=meta, summary=summarize(done), cases=tuple(done))
 
     saver = _Saver(opts.out, make)
     with working_databases(server, used_dbs) as dbs:
         fingerprints.update({k: v.fingerprint for k, v in dbs.items()})
         workers = _Workers(dbs, timeout_ms=timeout_ms, row_cap=row_cap)
-        scratch = _scratch_factory(server, dbs, timeout_ms=timeout_ms, row_cap=row_cap)
+        scratch = scratch_factory(server, dbs, timeout_ms=timeout_ms, row_cap=row_cap)
         schemas: dict[str, object] = {}
 
         def judge(case: Case, answer: Answer) -> Evaluation | None:

@@ -7,21 +7,31 @@ CREDENTIAL, DSN, DATABASE_URL, AUTH but not AUTHOR), including the Action's inpu
 `INPUT_OPENAI-API-KEY`, `INPUT_DATABASE-URL`: hyphens read as underscores). Passwords inside URLs
 (`postgresql://u:pw@host/db`, `http://u:pw@proxy`) and libpq `password=...` settings are secret in any
 variable, since a driver's error message may quote them alone. Values shorter than MIN_SECRET_LEN characters are
-ignored: masking every "1" or "true" would wreck reports and hide nothing worth hiding."""
+ignored: masking every "1" or "true" would wreck reports and hide nothing worth hiding.
+
+Masking covers a secret's encoded forms too (`secret_forms`): base64 (standard and URL-safe, padded and not, and
+the characters it contributes at any of the three alignments inside a longer base64 text, as `user:token` is in a
+Basic auth header), percent-encoding (`quote`, `quote_plus`, lower-case escapes) and hex. A derived form shorter
+than MIN_ENCODED_LEN is not masked: a few base64 characters occur by chance."""
 
 from __future__ import annotations
 
+import base64
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from urllib.parse import unquote
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import lru_cache
+from urllib.parse import quote, quote_plus, unquote
 
 MASK = "***"
 MIN_SECRET_LEN = 6
+MIN_ENCODED_LEN = 8  # a derived form (base64, URL, hex) shorter than this is too likely to occur by chance
 _SECRET_NAME = re.compile(
     r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|DSN|DATABASE_URL|AUTH(?!OR)", re.IGNORECASE
 )
 _URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*:([^@/?#\s]+)@")
 _KV_PASSWORD = re.compile(r"""\bpassword\s*=\s*('(?:[^'\\]|\\.)*'|[^\s']+)""", re.IGNORECASE)
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-F]{2}")
+_BASE64: tuple[Callable[[bytes], bytes], ...] = (base64.b64encode, base64.urlsafe_b64encode)
 
 
 def is_secret_name(name: str) -> bool:
@@ -59,14 +69,66 @@ def secret_values(environ: Mapping[str, str], extra: Iterable[str] = ()) -> tupl
     return tuple(sorted((v for v in found if len(v) >= MIN_SECRET_LEN), key=lambda v: (-len(v), v)))
 
 
+def _base64_forms(data: bytes) -> set[str]:
+    """The whole encoding (padded and not), and for each byte offset 0-2 at which `data` may start inside a
+    longer text, the base64 characters that depend on `data` alone (the partial characters at either edge,
+    shared with the neighbouring bytes, left out)."""
+    forms: set[str] = set()
+    for encode in _BASE64:
+        whole = encode(data).decode("ascii")
+        forms.update({whole, whole.rstrip("=")})
+        for shift in range(3):
+            shifted = encode(b"\0" * shift + data).decode("ascii").rstrip("=")
+            first = -(-8 * shift // 6)  # the first character whose six bits all lie in `data`
+            end = 8 * (shift + len(data)) // 6  # one past the last such character
+            forms.add(shifted[first:end])
+    return forms
+
+
+@lru_cache(maxsize=1024)
+def encoded_forms(secret: str) -> tuple[str, ...]:
+    """How `secret` looks once encoded (base64, percent-encoding, hex), itself left out; none for a secret
+    shorter than MIN_SECRET_LEN, and none shorter than MIN_ENCODED_LEN."""
+    if len(secret) < MIN_SECRET_LEN:
+        return ()
+    data = secret.encode("utf-8")
+    forms = _base64_forms(data)
+    for url in (quote(secret, safe=""), quote(secret), quote_plus(secret)):
+        forms.update({url, _PERCENT_ESCAPE.sub(lambda m: m.group(0).lower(), url)})
+    forms.update({data.hex(), data.hex().upper()})
+    forms.discard(secret)
+    return tuple(sorted((f for f in forms if len(f) >= MIN_ENCODED_LEN), key=lambda v: (-len(v), v)))
+
+
+def secret_forms(secrets: Iterable[str]) -> tuple[str, ...]:
+    """Every form to mask for `secrets`: each value (MIN_SECRET_LEN or longer) and its encoded forms, longest
+    first. What `::add-mask::` is given, and what `scrub` replaces."""
+    return _forms(tuple(sorted(set(secrets))))
+
+
+@lru_cache(maxsize=64)
+def _forms(secrets: tuple[str, ...]) -> tuple[str, ...]:
+    found = {s for s in secrets if len(s) >= MIN_SECRET_LEN}
+    for value in list(found):
+        found.update(encoded_forms(value))
+    return tuple(sorted(found, key=lambda v: (-len(v), v)))
+
+
+def mask_forms(text: str, forms: Sequence[str]) -> str:
+    """`text` with each of `forms` (already expanded, longest first: see `secret_forms`) replaced by MASK."""
+    for form in forms:
+        if form in text:
+            text = text.replace(form, MASK)
+    return text
+
+
 def scrub(text: str, secrets: Sequence[str]) -> str:
-    """`text` with every secret replaced by MASK, longest first (a password inside a DSN does not leave the rest
-    of the DSN readable). Secrets shorter than MIN_SECRET_LEN are skipped, whoever passed them."""
+    """`text` with every secret, and every encoded form of one, replaced by MASK, longest first (a password
+    inside a DSN does not leave the rest of the DSN readable). Secrets shorter than MIN_SECRET_LEN are skipped,
+    whoever passed them."""
     if not text or not secrets:
         return text
-    for value in sorted((s for s in set(secrets) if len(s) >= MIN_SECRET_LEN), key=len, reverse=True):
-        text = text.replace(value, MASK)
-    return text
+    return mask_forms(text, secret_forms(secrets))
 
 
 def scrub_optional(text: str | None, secrets: Sequence[str]) -> str | None:

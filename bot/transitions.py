@@ -64,6 +64,10 @@ class CaseChange(FrozenModel):
     # The same id with other content (question, database, gold SQL or category): each side was judged by its
     # own version of the case, so a changed gold can turn a break into a pass. Reported, never hidden.
     edited: bool = False
+    # `check` also judges the head's answer to an edited case by the base's version of the case (its gold, in the
+    # base's tree): that status, when it did. A case that passed on base and fails its base version is refused by
+    # the gate unless `allow_edited`, so a gold rewritten to match a broken answer cannot pass.
+    against_base: str | None = None
 
     @property
     def judged(self) -> Transition:
@@ -76,8 +80,12 @@ def _order(change: CaseChange) -> tuple[int, int, str]:
     return TRANSITIONS.index(change.transition), TRANSITIONS.index(change.judged), change.id
 
 
-def pair_cases(base: RunResult, head: RunResult, *, gate: GateSettings = GateSettings()) -> list[CaseChange]:
-    """Every case's change, in report order: pairs by id, then the removed and new cases that are renames."""
+def pair_cases(
+    base: RunResult, head: RunResult, *, gate: GateSettings = GateSettings(),
+    against_base: dict[str, str] | None = None,
+) -> list[CaseChange]:  # fmt: skip
+    """Every case's change, in report order: pairs by id, then the removed and new cases that are renames.
+    `against_base`: {id: status} of the head's answers to edited cases judged by the base's version."""
     base_cases, head_cases = _by_id(base, "base"), _by_id(head, "head")
     renames = find_renames(base_cases, head_cases)  # head id -> base id
     renamed_base = set(renames.values())
@@ -88,7 +96,7 @@ def pair_cases(base: RunResult, head: RunResult, *, gate: GateSettings = GateSet
         elif i not in renamed_base:
             change = classify_case(base_cases.get(i), head_cases.get(i), gate=gate)
             if _edited(base_cases.get(i), head_cases.get(i)):
-                change = change.model_copy(update={"edited": True})
+                change = change.model_copy(update={"edited": True, "against_base": (against_base or {}).get(i)})
             changes.append(change)
     changes.sort(key=_order)
     return changes
@@ -118,8 +126,24 @@ def edited_warning(changes: list[CaseChange]) -> list[str]:
     if not ids:
         return []
     shown = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+    judged = [c for c in changes if c.edited and c.against_base is not None]
+    also = (
+        f"; the head's answers were also judged by the base's version ({_judgements(judged)})" if judged else ""
+    )
     return [f"{len(ids)} case(s) edited by this change (question, database, gold SQL or category): {shown}. Each "
-            "side was judged by its own version, so review that the new gold still asks what the old one did"]  # fmt: skip
+            "side was judged by its own version, so review that the new gold still asks what the old one did"
+            + also]  # fmt: skip
+
+
+def _judgements(changes: list[CaseChange]) -> str:
+    shown = [f"{c.id}: {c.against_base}" for c in changes[:10]]
+    return ", ".join(shown) + (f" and {len(changes) - 10} more" if len(changes) > 10 else "")
+
+
+def fails_base_version(change: CaseChange) -> bool:
+    """An edited case that passed on base whose head answer fails the base's version of the case."""
+    return (change.edited and change.base_status == "passed" and change.against_base is not None
+            and change.against_base != "passed")  # fmt: skip
 
 
 def _renamed(base: CaseResult, head: CaseResult, gate: GateSettings) -> CaseChange:

@@ -4,11 +4,53 @@ and the read-only datasets in ../shared (tests that need them skip with a reason
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+_HOLDER = pytest.StashKey[Path]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """As root every run's agent is sandboxed (bot.agents.sandbox): it runs as an unprivileged user that must
+    reach the tests' temporary files. pytest keeps them in 0700 folders under /tmp/pytest-of-root, which every
+    new session (another developer's too) makes 0700 again: give this session a base folder of its own that
+    the agent's user can traverse (the `tmp_path_factory` below opens the folders made in it)."""
+    if not AS_ROOT or config.option.basetemp or hasattr(config, "workerinput"):
+        return
+    holder = Path(tempfile.mkdtemp(prefix="sqlcanary-tests-"))
+    holder.chmod(0o755)
+    config.option.basetemp = str(holder / "basetemp")
+    config.stash[_HOLDER] = holder
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    holder = config.stash.get(_HOLDER, None)
+    if holder is not None:
+        shutil.rmtree(holder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def tmp_path_factory(tmp_path_factory: pytest.TempPathFactory) -> pytest.TempPathFactory:
+    """pytest's, with every folder it makes (and the session's base folder) traversable by others when root, so
+    a sandboxed agent can read the files a test writes for it (files are 0644 as usual)."""
+    if AS_ROOT:
+        base = tmp_path_factory.getbasetemp()
+        base.chmod(0o755)
+        make = tmp_path_factory.mktemp
+
+        def mktemp(basename: str, numbered: bool = True) -> Path:
+            path = make(basename, numbered)
+            path.chmod(0o755)
+            return path
+
+        tmp_path_factory.mktemp = mktemp  # type: ignore[method-assign]
+    return tmp_path_factory
 
 
 def shared_dir() -> Path | None:

@@ -30,10 +30,19 @@ ADAPTERS: dict[str, Callable[[str, AgentContext], AgentAdapter]] = {
     "predictions": lambda arg, ctx: PredictionsAgent.from_file(_path(arg, ctx)),
     "run": lambda arg, ctx: PredictionsAgent.from_run(_path(arg, ctx)),
     "command": _command,
-    "python": lambda arg, ctx: PythonAgent(arg, ctx),
+    "python": lambda arg, ctx: _python(arg, ctx),
     "llm": lambda arg, ctx: _llm(arg, ctx),
 }
 OPTIONAL_ARG = ("gold", "llm")  # kinds that work without `:ARG`
+
+
+def _python(arg: str, ctx: AgentContext) -> AgentAdapter:
+    """In this process, or (when sqlcanary runs as root) in a host process of the sandbox's user."""
+    if ctx.sandbox is None:
+        return PythonAgent(arg, ctx)
+    from bot.agents.pyboxed import BoxedPythonAgent
+
+    return BoxedPythonAgent(arg, ctx)
 
 
 def _llm(arg: str, ctx: AgentContext) -> AgentAdapter:

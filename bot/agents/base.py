@@ -6,11 +6,14 @@ import json
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bot.cases.model import Case
 from bot.secrets import scrub, scrub_optional
 from bot.settings import Settings
+
+if TYPE_CHECKING:
+    from bot.agents.sandbox import Sandbox
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,9 @@ class AgentContext:
     # The process's settings: the built-in `llm` agent looks its key up there by the name the config gives, and
     # keeps its reply cache in the cache folder. None: the process environment and the default cache folder.
     settings: Settings | None = field(default=None, repr=False)
+    # When sqlcanary runs as root: the unprivileged user every process of the agent runs as (a `python:` agent
+    # then runs in a host process of its own, bot.agents.pyboxed). None: as today, in sqlcanary's own user.
+    sandbox: Sandbox | None = field(default=None, repr=False)
 
 
 class AgentAdapter(Protocol):

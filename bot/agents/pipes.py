@@ -18,9 +18,12 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from bot.errors import AgentError
+
+if TYPE_CHECKING:
+    from bot.agents.sandbox import Sandbox
 
 STDOUT_CAP = 1 << 20  # bytes of stdout one case may produce; past it the agent is killed
 STDERR_KEEP = 4000  # bytes of stderr kept (the tail)
@@ -69,12 +72,21 @@ def resolve_argv(cmd: str, base_dir: str, *, env: Mapping[str, str] | None = Non
     return [str(path), *argv[1:]]
 
 
-def start(argv: list[str], cwd: str, *, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+def start(
+    argv: list[str], cwd: str, *, env: Mapping[str, str] | None = None, sandbox: Sandbox | None = None
+) -> subprocess.Popen[bytes]:
     """The agent in a session of its own, so a kill reaches the children it started; with exactly `env` as its
-    environment when given (None: sqlcanary's own)."""
-    return subprocess.Popen(argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            bufsize=0, start_new_session=True,
-                            env=None if env is None else dict(env))  # fmt: skip
+    environment when given (None: sqlcanary's own); as the sandbox's user when there is one."""
+    pipes: dict[str, Any] = {
+        "cwd": cwd,
+        "stdin": subprocess.PIPE,
+        "stdout": subprocess.PIPE,
+        "stderr": subprocess.PIPE,
+        "bufsize": 0,
+    }
+    if sandbox is not None:
+        return sandbox.popen(argv, env=env, **pipes)
+    return subprocess.Popen(argv, **pipes, start_new_session=True, env=None if env is None else dict(env))
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -225,9 +237,15 @@ class LineProcess:
     buffered, so a flood cannot fill memory), the tail of its stderr kept."""
 
     def __init__(
-        self, argv: list[str], cwd: str, *, cap: int = STDOUT_CAP, env: Mapping[str, str] | None = None
+        self,
+        argv: list[str],
+        cwd: str,
+        *,
+        cap: int = STDOUT_CAP,
+        env: Mapping[str, str] | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
-        self.proc = start(argv, cwd, env=env)
+        self.proc = start(argv, cwd, env=env, sandbox=sandbox)
         assert self.proc.stderr
         os.set_blocking(self.proc.stderr.fileno(), False)
         self.cap = cap

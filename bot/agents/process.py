@@ -75,6 +75,8 @@ class CommandAgent:
         self.cwd = str(Path(ctx.base_dir).absolute())
         self.ctx = ctx
         self.name = f"command:{cmd}"
+        if ctx.sandbox is not None:
+            ctx.sandbox.check_command(self.argv, ctx.base_dir, ctx.env)
 
     def answer(self, case: Case) -> Answer:
         return scrub_answer(self._answer(case), self.ctx.secrets)
@@ -83,7 +85,7 @@ class CommandAgent:
         payload = json.dumps(request_for(case, self.ctx)).encode()
         started = time.perf_counter()
         try:
-            proc = start(self.argv, self.cwd, env=self.ctx.env)
+            proc = start(self.argv, self.cwd, env=self.ctx.env, sandbox=self.ctx.sandbox)
         except OSError as exc:
             return _cannot_start(self.argv, exc)
         done = exchange(proc, payload, timeout_s=self.ctx.timeout_s)
@@ -141,6 +143,8 @@ class PersistentCommandAgent:
         self._local = threading.local()
         self._all: list[LineProcess] = []
         self._lock = threading.Lock()
+        if ctx.sandbox is not None:
+            ctx.sandbox.check_command(self.argv, ctx.base_dir, ctx.env)
 
     def _process(self) -> LineProcess:
         """This thread's process; a new one when the last died, was stopped, or never started."""
@@ -148,7 +152,7 @@ class PersistentCommandAgent:
         if lp is None or not lp.usable():
             if lp is not None:
                 lp.stop()
-            lp = LineProcess(self.argv, self.cwd, env=self.ctx.env)
+            lp = LineProcess(self.argv, self.cwd, env=self.ctx.env, sandbox=self.ctx.sandbox)
             self._local.proc = lp
             with self._lock:
                 self._all.append(lp)

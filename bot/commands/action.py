@@ -17,21 +17,25 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TextIO
 
+from bot.agents.sandbox import make_undumpable
 from bot.commands.action_publish import Publisher, outputs_of_check, outputs_of_run, write_untrusted_payload
 from bot.commands.check import CheckResult, run_baseline, run_check
 from bot.commands.request import CheckRequest, RunRequest
 from bot.commands.run import run_command
-from bot.errors import EXIT_OK, ConfigError, SqlcanaryError
+from bot.errors import EXIT_BUG, EXIT_OK, ConfigError, SqlcanaryError
 from bot.github.event import EventContext, load_event
-from bot.github.gitfetch import ensure_commit
+from bot.github.gitfetch import ensure_commit, verify_checkout
 from bot.github.inputs import ActionInputs, Mode, RunnerContext, read_inputs
-from bot.github.workflow import add_mask, error, notice
+from bot.github.runnerfiles import lock_runner_files
+from bot.github.workflow import StepLog, add_mask, error, notice
 from bot.results import read_run
+from bot.secrets import secret_forms
 from bot.settings import Settings
 
 RESULTS_DIR = "sqlcanary-results"
@@ -66,9 +70,14 @@ class ActionContext:
 
 def main(args: argparse.Namespace, settings: Settings) -> int:  # noqa: ARG001
     env = settings.environ
-    for secret in settings.secrets:  # before anything else is printed (::add-mask:: hides what comes after it)
-        for line in add_mask(secret):
+    # Before anything else is printed (::add-mask:: hides what comes after it): each secret and its encoded forms.
+    for form in secret_forms(settings.secrets):
+        for line in add_mask(form):
             print(line, flush=True)
+    make_undumpable()  # no process of the PR's may read this one's memory or environment through /proc
+    if env.get("GITHUB_ACTIONS") == "true":
+        _one_log_stream()
+    log = StepLog(sys.stdout)
     try:
         inputs = read_inputs(env)
         runner = RunnerContext.from_environ(env)
@@ -80,10 +89,33 @@ def main(args: argparse.Namespace, settings: Settings) -> int:  # noqa: ARG001
 
             return make(token, api_url=runner.api_url)
 
-        return action(ctx, settings, make_github=make_github)
-    except SqlcanaryError as exc:
-        print(error(str(exc), title="sqlcanary"))
-        raise
+        return action(ctx, settings, make_github=make_github, log=log)
+    except SqlcanaryError as exc:  # its text may quote the PR (a case id): escaped, never printed raw
+        log.command(error(str(exc), title="sqlcanary"))
+        log.say(f"sqlcanary: error: {exc}")
+        return exc.exit_code
+    except Exception:  # noqa: BLE001 - a bug: the traceback, fenced (it may quote the PR too)
+        with log.fenced():
+            print("sqlcanary: internal error (a bug, please report it):", file=sys.stdout)
+            traceback.print_exc(file=sys.stdout)
+            sys.stdout.flush()
+        return EXIT_BUG
+
+
+def _one_log_stream() -> None:
+    """On the runner: stderr (ours and every child's, which inherit it) into stdout, so the log is one stream
+    in the order it was written, and a `::stop-commands::` fence printed before a child starts is read before
+    anything the child prints (the runner reads two pipes concurrently)."""
+    try:
+        out, err = sys.stdout.fileno(), sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    if out != err:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(out, err)
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(line_buffering=True)
 
 
 def _mode(event: EventContext) -> Mode:
@@ -123,9 +155,26 @@ def _run_request(ctx: ActionContext, out: str | None) -> RunRequest:
     return RunRequest(suite=i.suite, config=i.config, repeat=i.repeat, dsn=i.database_url, out=out, quiet=True)
 
 
-def action(ctx: ActionContext, settings: Settings, *, make_github: Any, stream: TextIO | None = None) -> int:
-    """Do what the event asks; return the exit code (the gate's, unless `fail-on-regression` is false)."""
-    stream = stream or sys.stdout
+def action(
+    ctx: ActionContext,
+    settings: Settings,
+    *,
+    make_github: Any,
+    stream: TextIO | None = None,
+    log: StepLog | None = None,
+) -> int:
+    """Do what the event asks; return the exit code (the gate's, unless `fail-on-regression` is false). What
+    is printed meanwhile (by this process and the evaluation's child processes) is fenced off from the runner's
+    command parser; our own workflow commands are printed after the fence."""
+    log = log or StepLog(stream or sys.stdout)
+    with log.fenced():
+        return _action(ctx, settings, make_github=make_github, log=log)
+
+
+def _action(ctx: ActionContext, settings: Settings, *, make_github: Any, log: StepLog) -> int:
+    if os.name == "posix" and os.geteuid() == 0:  # the agent runs as another user: keep it off the runner's files
+        for path in lock_runner_files(settings.environ):
+            log.say(f"sqlcanary: made {path} writable by its owner only (the pull request's code runs in this step)")
     workdir = _workdir(ctx)
     os.chdir(workdir)
     run_settings = action_settings(settings, ctx, workdir)
@@ -133,15 +182,19 @@ def action(ctx: ActionContext, settings: Settings, *, make_github: Any, stream: 
     if ctx.mode == "repair":
         raise ConfigError("input `mode`: `repair` is not available yet; use `sqlcanary repair` on a machine")
     if not ctx.trusted:
-        print(notice(f"{_untrusted_why(ctx.event)}: sqlcanary evaluates only (no comment, no check run, no LLM "
-                     "key); the results and the comment are in the artifacts for a workflow_run job to post"),
-              file=stream)  # fmt: skip
+        why = _untrusted_why(ctx.event)
+        log.command(
+            notice(
+                f"{why}: sqlcanary evaluates only (no comment, no check run, no LLM key); the results and the "
+                "comment are in the artifacts for a workflow_run job to post"
+            )
+        )
     publisher = Publisher(ctx=ctx, settings=run_settings, make_github=make_github if ctx.trusted else None,
-                          workdir=workdir, out_dir=out_dir, stream=stream)  # fmt: skip
+                          workdir=workdir, out_dir=out_dir, log=log)  # fmt: skip
     if ctx.mode == "check":
-        return _check(ctx, run_settings, publisher, workdir, out_dir, stream)
+        return _check(ctx, run_settings, publisher, workdir, out_dir, log)
     if ctx.mode == "baseline":
-        return _baseline(ctx, run_settings, publisher, out_dir, stream)
+        return _baseline(ctx, run_settings, publisher, out_dir, log)
     return _sweep(ctx, run_settings, publisher, out_dir)
 
 
@@ -150,15 +203,17 @@ def _untrusted_why(event: EventContext) -> str:
 
 
 def _check(ctx: ActionContext, settings: Settings, publisher: Publisher, workdir: Path, out_dir: Path,
-           stream: TextIO) -> int:  # fmt: skip
+           log: StepLog) -> int:  # fmt: skip
     base_sha = ctx.event.base_sha
     if ctx.event.event_name != "pull_request" or not base_sha:
         raise ConfigError("input `mode`: `check` needs a pull_request event (it compares the base commit)")
+    if ctx.event.head_sha:  # before any evaluation or write: the check run goes to the commit evaluated
+        verify_checkout(workdir, ctx.event.head_sha)
     ensure_commit(workdir, base_sha, token=ctx.inputs.github_token if ctx.trusted else None)
-    req = CheckRequest(run=_run_request(ctx, None), base=base_sha, out_dir=str(out_dir))
+    req = CheckRequest(run=_run_request(ctx, None), base=base_sha, out_dir=str(out_dir), trust_head_config=False)
 
     def say(text: str) -> None:
-        print(f"sqlcanary: {text}", file=stream)
+        log.say(f"sqlcanary: {text}")
 
     result: CheckResult = run_check(req, settings, say=say)
     enforce = ctx.inputs.fail_on_regression
@@ -170,11 +225,13 @@ def _check(ctx: ActionContext, settings: Settings, publisher: Publisher, workdir
     return EXIT_OK if not enforce and result.comparison.verdict == "regressions" else code
 
 
-def _baseline(ctx: ActionContext, settings: Settings, publisher: Publisher, out_dir: Path, stream: TextIO) -> int:
+def _baseline(
+    ctx: ActionContext, settings: Settings, publisher: Publisher, out_dir: Path, log: StepLog
+) -> int:
     req = CheckRequest(run=_run_request(ctx, None), out_dir=str(out_dir))
     run, reused = run_baseline(req, settings, out=out_dir / "baseline.json")
     what = "already cached" if reused else "evaluated and cached"
-    print(f"sqlcanary: baseline at {(run.meta.git_sha or '')[:12]} {what}", file=stream)
+    log.say(f"sqlcanary: baseline at {(run.meta.git_sha or '')[:12]} {what}")
     publisher.publish_run(run, title="baseline")
     publisher.write_outputs(outputs_of_run(run, out_dir / "baseline.json"))
     return EXIT_OK

@@ -9,7 +9,7 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from bot.commands.check import CheckResult
 from bot.compare import Comparison
@@ -17,7 +17,7 @@ from bot.gate import check_conclusion
 from bot.github.checks import Annotation, publish_check_run
 from bot.github.client import get_repository, resolve_login
 from bot.github.comment import upsert_sticky_comment
-from bot.github.workflow import append_summary, notice, warning, write_outputs
+from bot.github.workflow import StepLog, append_summary, notice, warning, write_outputs
 from bot.gitrepo import repo_root
 from bot.report.marker import comment_marker, marker_key
 from bot.report.render import render
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 MAX_KB_ANNOTATIONS = 200  # KB annotations per run (changed lines, then used spans; the rest are in the report)
 PAYLOAD_FILE = "github-payload.json"
+_NO_TOKEN = "no github-token: the comment and the check run are in the artifacts only"
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,7 @@ class Publisher:
     make_github: Callable[[str], Any] | None  # None: an untrusted event, nothing is sent
     workdir: Path
     out_dir: Path
-    stream: TextIO
+    log: StepLog  # plain lines and our workflow commands (fenced while the action runs)
 
     @property
     def key(self) -> str:
@@ -171,7 +172,7 @@ class Publisher:
 
     def publish_run(self, run: RunResult, *, title: str) -> None:
         self._reports(run, run, None)
-        print(f"sqlcanary: {title}: {run.summary.passed}/{run.summary.total} passed", file=self.stream)
+        self.log.say(f"sqlcanary: {title}: {run.summary.passed}/{run.summary.total} passed")
 
     def publish_check(self, result: CheckResult, *, enforce: bool) -> CheckPayload:
         comparison = result.comparison
@@ -193,7 +194,7 @@ class Publisher:
     def _send(self, payload: CheckPayload, files: set[str], make_github: Callable[[str], Any]) -> None:
         inputs, event = self.ctx.inputs, self.ctx.event
         if not inputs.github_token:
-            print(warning("no github-token: the comment and the check run are in the artifacts only"), file=self.stream)
+            self.log.command(warning(_NO_TOKEN))
             return
         github = make_github(inputs.github_token)
         repo = get_repository(github, self.ctx.runner.repository)
@@ -201,7 +202,7 @@ class Publisher:
             login = resolve_login(github)
             done = upsert_sticky_comment(repo, event.pr_number, payload.comment, marker=payload.comment_marker,
                                          author_login=login)  # fmt: skip
-            print(f"sqlcanary: comment {done.action}: {done.url}", file=self.stream)
+            self.log.say(f"sqlcanary: comment {done.action}: {done.url}")
         if inputs.check_run and payload.head_sha:
             published = publish_check_run(
                 repo, name=payload.name, head_sha=payload.head_sha, conclusion=payload.conclusion,  # type: ignore[arg-type]
@@ -209,9 +210,8 @@ class Publisher:
                 details_url=self.ctx.runner.run_url,
             )  # fmt: skip
             if published.via != "check_run":
-                print(notice(f"check run not published: {published.detail}"), file=self.stream)
-            print(f"sqlcanary: {published.via} published ({published.annotations_sent} annotation(s))",
-                  file=self.stream)  # fmt: skip
+                self.log.command(notice(f"check run not published: {published.detail}"))
+            self.log.say(f"sqlcanary: {published.via} published ({published.annotations_sent} annotation(s))")
 
     def write_outputs(self, outputs: dict[str, str]) -> None:
         if self.ctx.runner.output:

@@ -12,11 +12,14 @@ from __future__ import annotations
 import argparse
 import hashlib
 import sys
+import tempfile
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from types import MappingProxyType
 
+from bot.agents.sandbox import make_undumpable
 from bot.cache import RunCache, run_cache_key
 from bot.causes import FileDiff, explain_comparison
 from bot.commands.compare import add_gate_arguments, render_summary
@@ -24,24 +27,25 @@ from bot.commands.request import CheckRequest, RunRequest
 from bot.commands.run import add_run_arguments, choose_agent, fingerprints, suite_and_cases
 from bot.commands.trees import (
     Tree,
+    base_tree,
+    decide_head,
     evaluate_tree,
-    missing_baseline,
     open_tree,
     pr_diff,
     suite_roots,
     tree_request,
 )
-from bot.compare import Comparison, compare_head_only, compare_runs
+from bot.compare import NO_BASELINE, Comparison, compare_head_only, compare_runs
 from bot.config import database_url
 from bot.db.provision import Server, provision
 from bot.db.templates import fixture_fingerprint
 from bot.errors import EXIT_BUG, ConfigError, SqlcanaryError
 from bot.gate import GATE_FIELDS, exit_code, resolve_gate
-from bot.gitrepo import default_base_ref, git_sha, resolve_commit, toplevel, worktree
+from bot.gitrepo import committed_under, default_base_ref, git_sha, resolve_commit, toplevel, worktree
 from bot.report.redact import redact_model
 from bot.results import EVALUATOR_VERSION, RunResult, write_json_atomic, write_run
 from bot.runner import sqlcanary_version
-from bot.settings import Settings
+from bot.settings import ENV_CACHE_DIR, Settings
 
 DEFAULT_OUT_DIR = "sqlcanary-results"
 Say = Callable[[str], None]
@@ -86,7 +90,24 @@ class CheckResult:
         return EXIT_BUG if self.bugs and code == 0 else code
 
 
-def base_run_key(req: RunRequest, tree: Tree, repo: Path, server: Server, settings: Settings) -> str | None:
+@dataclass(frozen=True)
+class BaseKey:
+    """A base run's cache key, and what a cached run must record to be used under it."""
+
+    key: str
+    sha: str | None
+    agent_fingerprint: str
+    kb_fingerprint: str
+
+    def matches(self, run: RunResult) -> bool:
+        """A cached run is used only when it says it is this commit's, with these fingerprints: a file planted
+        under the key's name (by a commit, or another job's cache) is never taken on its name alone."""
+        m = run.meta
+        return (m.git_sha == self.sha and m.agent_fingerprint == self.agent_fingerprint
+                and m.kb_fingerprint == self.kb_fingerprint)  # fmt: skip
+
+
+def base_run_key(req: RunRequest, tree: Tree, repo: Path, server: Server, settings: Settings) -> BaseKey | None:
     """(base sha, config file, suite, fixtures, agent and KB fingerprints, repeats, preset, case selection,
     evaluator and sqlcanary versions); None when the agent's answers may change with nothing here changing (a
     remote agent, or one whose inputs cannot be fingerprinted): its base run is then never reused."""
@@ -98,7 +119,7 @@ def base_run_key(req: RunRequest, tree: Tree, repo: Path, server: Server, settin
         return None
     used = sorted({c.db for c in cases})
     config_hash = hashlib.sha256(tree.config_file.read_bytes()).hexdigest() if tree.config_file else ""
-    return run_cache_key({
+    key = run_cache_key({
         "base_sha": tree.sha, "config": config_hash, "suite": suite.content_hash,
         "fixtures": {db: fixture_fingerprint(suite.databases[db], server) for db in used},
         "agent": agent_fp, "kb": kb_fp, "repeats": req.repeat, "preset": req.preset or tree.config.preset,
@@ -107,6 +128,7 @@ def base_run_key(req: RunRequest, tree: Tree, repo: Path, server: Server, settin
         "evaluator": EVALUATOR_VERSION,
         "sqlcanary": sqlcanary_version(),
     })  # fmt: skip
+    return BaseKey(key=key, sha=tree.sha, agent_fingerprint=agent_fp, kb_fingerprint=kb_fp)
 
 
 def _base_run(
@@ -116,15 +138,19 @@ def _base_run(
     enabled = tree.config.cache.runs and not req.no_base_cache
     key = base_run_key(req.run, tree, repo, server, settings) if enabled else None
     cache = RunCache(settings.cache_dir)
-    cached = cache.get(key) if key else None
+    cached = cache.get(key.key) if key else None
+    if key and cached is not None and not key.matches(cached):
+        say(f"base {tree.describe()}: the cached run {cache.path(key.key)} is not this commit's run (its sha or "
+            "fingerprints differ): not used")  # fmt: skip
+        cached = None
     if key and cached is not None:
-        say(f"base {tree.describe()}: reusing the cached run {cache.path(key)}")
+        say(f"base {tree.describe()}: reusing the cached run {cache.path(key.key)}")
         write_run(out, cached)
         return cached, True
     say(f"base {tree.describe()}: evaluating" + ("" if tree.working else " in a temporary worktree"))
     run = evaluate_tree(req.run, tree, repo, server, out, settings)
     if key and run.meta.complete and not any(c.error_class == "internal_error" for c in run.cases):
-        cache.put(key, run)
+        cache.put(key.key, run)
     return run, False
 
 
@@ -187,36 +213,47 @@ def run_check(req: CheckRequest, settings: Settings, *, say: Say = lambda _: Non
     base_run: RunResult | None = None
     with ExitStack() as stack:
         head = _head_tree(req, stack, repo)
-        server = provision(dsn=database_url(req.run.dsn, head.config, settings.database_url),
-                           mode=req.run.postgres or head.config.postgres, cache_dir=settings.embedded_dir)  # fmt: skip
+        settings, cache_notes = _unplanted(settings, repo, head, stack)
         base_root = stack.enter_context(worktree(repo, base_sha, label="base"))
         say(f"base {base_ref} ({base_sha[:12]}) vs head {req.head or 'working tree'}")
-        missing = missing_baseline(head, tree_request(req.run, head, repo, relative=False).suite, base_root)
-        if missing:
-            say(f"no baseline: {missing}; the head is judged alone")
+        try:
+            base = base_tree(req.run, repo=repo, root=base_root, sha=base_sha)
+        except SqlcanaryError as exc:
+            raise ConfigError(f"base {base_sha[:12]}: {exc}") from exc
+        head = decide_head(req.run, head, base, trust_alone=req.trust_head_config)
+        head = replace(head, notes=(*cache_notes, *head.notes))
+        for note in head.notes:
+            say(note)
+        server = provision(dsn=database_url(req.run.dsn, head.config, settings.database_url),
+                           mode=req.run.postgres or head.config.postgres, cache_dir=settings.embedded_dir)  # fmt: skip
+        if base is None:
+            say(f"no baseline: {NO_BASELINE}; the head is judged alone")
             (out_dir / "base.json").unlink(missing_ok=True)
         else:
             try:
-                base = open_tree(req.run, label="base", repo=repo, root=base_root, sha=base_sha)
                 base_run, _ = _base_run(req, base, repo, server, out_dir / "base.json", settings, say)
             except SqlcanaryError as exc:
                 raise ConfigError(f"base {base_sha[:12]}: {exc}") from exc
         say(f"head {head.describe()}: evaluating" + ("" if head.working else " in a temporary worktree"))
         head_run = evaluate_tree(req.run, head, repo, server, out_dir / "head.json", settings)
+        if head_run.meta.sandbox:
+            say(f"the head's agent ran with sandbox: {head_run.meta.sandbox}")
         # While the head tree exists: the diff the regressions are linked to, the folders `used` paths are
         # relative to, and the gold SQL the reports show.
         diff = pr_diff(repo, base_sha, None if head.working else head.sha) if base_run is not None else ()
         roots = suite_roots(req.run, head, repo)
         gold = _gold(req, head, repo)
-    if base_run is None:
-        # No base config to take the gate from: the head's `min_pass_rate` (or the flag) alone decides.
+        # The head's config is the base's (bot.trusted_config), so its gate is the base's: a change must not
+        # loosen the rules it is judged by. Without a base config, the head's own gate alone decides.
         gate = resolve_gate(head.config.gate, req.gate)
-        comparison = compare_head_only(head_run, gate=gate, reason=str(missing))
-    else:
-        # The base's `gate:`, not the head's: a change must not loosen the rules it is judged by.
-        gate = resolve_gate(base.config.gate, req.gate)
-        comparison = compare_runs(base_run, head_run, gate=gate, force=req.force)
+        if base_run is None or base is None:
+            comparison = compare_head_only(head_run, gate=gate, reason=NO_BASELINE)
+        else:
+            cross = _judged_by_base(req, base, head_run, base_run, repo, server, out_dir, settings, say)
+            comparison = compare_runs(base_run, head_run, gate=gate, force=req.force, edited_against_base=cross)
     comparison = _explained(comparison, diff, roots=roots, gold=gold, linked=base_run is not None)
+    if head.notes:
+        comparison = comparison.model_copy(update={"warnings": (*head.notes, *comparison.warnings)})
     if settings.secrets:  # the diff and the suite's gold SQL come from the trees, not from the masked runs
         comparison = redact_model(comparison, settings.secrets)
     files = write_reports(comparison, base_run, head_run, out_dir, secrets=settings.secrets)
@@ -224,7 +261,49 @@ def run_check(req: CheckRequest, settings: Settings, *, say: Say = lambda _: Non
                        base_sha=base_sha, head_sha=head.sha)  # fmt: skip
 
 
+def _unplanted(settings: Settings, repo: Path, head: Tree, stack: ExitStack) -> tuple[Settings, tuple[str, ...]]:
+    """The settings with a cache folder no commit planted anything in: when git tracks a file under the cache
+    folder, or the head commit holds one, no file there is read (a committed `runs/<key>.json` or answer would
+    otherwise decide the verdict); the check runs with a fresh, empty cache instead, and says so."""
+    revs = ("HEAD",) if head.working or not head.sha else ("HEAD", head.sha)
+    planted = committed_under(repo, settings.cache_dir, revs)
+    if not planted:
+        return settings, ()
+    fresh = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sqlcanary-cache-")))
+    env = MappingProxyType({**settings.environ, ENV_CACHE_DIR: str(fresh)})
+    note = (f"the cache folder holds {len(planted)} file(s) a commit put there (`{planted[0]}`): no file there is "
+            "read, and this check ran without a cache")  # fmt: skip
+    return replace(settings, cache_dir=fresh, environ=env), (note,)
+
+
+def _edited_ids(base_run: RunResult, head_run: RunResult) -> list[str]:
+    """Cases the head edited (same id, other question, database, gold or category) that passed on the base."""
+    base = {c.id: c for c in base_run.cases}
+    return [
+        c.id for c in head_run.cases
+        if c.id in base and base[c.id].status == "passed" and c.case_hash and base[c.id].case_hash
+        and c.case_hash != base[c.id].case_hash
+    ]  # fmt: skip
+
+
+def _judged_by_base(
+    req: CheckRequest, base: Tree, head_run: RunResult, base_run: RunResult, repo: Path, server: Server,
+    out_dir: Path, settings: Settings, say: Say,
+) -> dict[str, str]:  # fmt: skip
+    """{case id: status} of the head's answers to the cases it edited, judged by the base's version of each case
+    (in the base's tree, by the base's gold): a pull request cannot rewrite a gold to match its own break."""
+    ids = _edited_ids(base_run, head_run)
+    if not ids:
+        return {}
+    say(f"{len(ids)} edited case(s): judging the head's answers by the base's version too")
+    head_json = out_dir / "head.json"
+    cross = replace(req.run, agent=f"run:{head_json}", ids=tuple(ids), tags=(), repeat=1, persistent=False)
+    run = evaluate_tree(cross, base, repo, server, out_dir / "edited-by-base.json", settings)
+    return {c.id: c.status for c in run.cases}
+
+
 def main(args: argparse.Namespace, settings: Settings) -> int:
+    make_undumpable()  # the pull request's agent must not read this process's memory or environment
     req = CheckRequest.from_args(args, gate_flags=GATE_FIELDS)
 
     def say(text: str) -> None:

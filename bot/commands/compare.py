@@ -62,6 +62,12 @@ def add_gate_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="cases that passed on base and are invalid on head do not fail the gate",
     )
+    g.add_argument(
+        "--allow-edited",
+        action="store_true",
+        default=None,
+        help="`check`: an edited case whose head answer fails the base's version does not fail the gate",
+    )
 
 
 def gate_from_args(args: argparse.Namespace, defaults: GateSettings | None = None) -> GateSettings:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from bot.agents import AgentContext, make_agent
 from bot.agents.env import agent_environment
+from bot.agents.sandbox import Sandbox, agent_sandbox
 from bot.cache import AnswerCache
 from bot.cases.loader import load_suite, parse_duration_ms, select_cases
 from bot.cases.model import Case, Suite
@@ -91,12 +92,14 @@ class AgentChoice:
     inputs: AgentInputs = AgentInputs()
     remote: bool = False
 
-    def start(self, settings: Settings):
+    def start(self, settings: Settings, sandbox: Sandbox | None = None):
         """The agent, started: a process agent gets only the allow-listed environment (plus `agent.env`), and
-        every secret of `settings` is masked out of what it answers."""
+        every secret of `settings` is masked out of what it answers; with a sandbox, every process of the agent
+        runs as its unprivileged user (bot.agents.sandbox)."""
         env = agent_environment(settings.environ, allow=self.inputs.env)
         return make_agent(self.spec, AgentContext(base_dir=self.base_dir, options=self.options, timeout_s=self.timeout_s,
-                                                  env=env, secrets=settings.secrets, settings=settings))  # fmt: skip
+                                                  env=env, secrets=settings.secrets, settings=settings,
+                                                  sandbox=sandbox))  # fmt: skip
 
 
 def choose_agent(req: RunRequest, config: Config, *, cwd: str | None = None) -> AgentChoice:
@@ -202,15 +205,32 @@ def run_command(req: RunRequest, settings: Settings) -> int:
     suite, cases = suite_and_cases(req, config)
     out = Path(req.out or (str(config.path(config.out)) if config.out else DEFAULT_OUT))
     choice = choose_agent(req, config)
-    opts = run_options(req, config, choice, suite, settings, out=out)
+    with agent_sandbox(choice.spec) as (sandbox, isolation):
+        opts = replace(run_options(req, config, choice, suite, settings, out=out), sandbox=isolation)
+        return _evaluate(req, settings, config, suite, cases, choice, opts, sandbox)
+
+
+def _evaluate(
+    req: RunRequest,
+    settings: Settings,
+    config: Config,
+    suite: Suite,
+    cases: list[Case],
+    choice: AgentChoice,
+    opts: RunOptions,
+    sandbox: Sandbox | None,
+) -> int:
+    """The run itself (the agent's sandbox, if any, is open): evaluate, print, and decide the exit code."""
+    out = opts.out
+    assert out is not None
     jobs = opts.jobs
-    agent = choice.start(settings)
+    agent = choice.start(settings, sandbox)
     server = provision(dsn=database_url(req.dsn, config, settings.database_url),
                        mode=req.postgres or config.postgres, cache_dir=settings.embedded_dir)  # fmt: skip
     if not req.quiet:
         print(
             f"sqlcanary: suite {suite.name}: {len(cases)} case(s){_shard_note(opts)}, agent {agent.name}, "
-            f"PostgreSQL {server.version} ({server.kind}), {jobs} worker(s)",
+            f"PostgreSQL {server.version} ({server.kind}), {jobs} worker(s){_sandbox_note(opts)}",
             file=sys.stderr,
         )
     progress = Progress(len(cases), enabled=not req.quiet, ci=settings.ci)
@@ -272,6 +292,10 @@ def agent_failure(run: RunResult) -> str | None:
     if not run.cases or len(failed) < len(run.cases):
         return None
     return f"the agent ({run.meta.agent}) failed on every case ({len(failed)}), e.g. {failed[0].id}: {failed[0].reason}"
+
+
+def _sandbox_note(opts: RunOptions) -> str:
+    return f", agent sandbox {opts.sandbox}" if opts.sandbox else ""
 
 
 def _shard_note(opts: RunOptions) -> str:

@@ -1,9 +1,10 @@
 """The two sides of a check: a checked-out tree each (the working tree, or a temporary `git worktree`), and the
 `sqlcanary run` that evaluates it in a child process of its own.
 
-The child gets an allow-listed environment: the pull request's own agent code runs in it (a `python:` agent in
-process, a `command:` agent below it), so it sees neither GITHUB_TOKEN, INPUT_* nor an LLM key unless the tree's
-config names the variable for it (`agent.env`, or `llm.api_key_env` for the built-in `llm` agent).
+The child gets an allow-listed environment and the config the check decided for its side (for the head: the
+base's, but for its agent; bot.trusted_config). The pull request's own agent code runs below it as a sandbox user
+when sqlcanary is root (bot.agents.sandbox), so it sees neither GITHUB_TOKEN, INPUT_*, the admin DSN nor an LLM key
+unless the base's config names the variable for it (`agent.env`, or `llm.api_key_env` for the built-in agent).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -25,6 +27,7 @@ from bot.errors import EXIT_BUG, EXIT_INTERRUPTED, ConfigError
 from bot.report.redact import redact_model
 from bot.results import RunResult, read_run, write_run
 from bot.settings import Settings
+from bot.trusted_config import head_config, head_config_alone, write_resolved
 
 # `sqlcanary run` in a child process, importing this very sqlcanary (not a `bot/` the checked-out tree holds).
 _BOOT = "import sys; sys.path.insert(0, {root!r}); from bot.cli import main; sys.exit(main(sys.argv[1:]))"
@@ -41,6 +44,7 @@ class Tree:
     config: Config
     config_file: Path | None
     working: bool = False  # the user's own checkout, not a temporary worktree
+    notes: tuple[str, ...] = ()  # head settings the base's config overruled (bot.trusted_config), for the report
 
     def describe(self) -> str:
         sha = self.sha[:12] if self.sha else "no commit"
@@ -107,16 +111,20 @@ def child_environment(settings: Settings, tree: Tree, server: Server) -> dict[st
 def evaluate_tree(req: RunRequest, tree: Tree, repo: Path, server: Server, out: Path, settings: Settings) -> RunResult:
     """`sqlcanary run` in the tree, in a child process; its RunResult is written to `out`."""
     code = _BOOT.format(root=str(Path(bot.__file__).resolve().parents[1]))
-    child = replace(tree_request(req, tree, repo, relative=True), out=str(out))
-    argv = [sys.executable, "-c", code, *child.run_argv()]
     out.unlink(missing_ok=True)  # never mistake an earlier check's file for this run's
-    proc = subprocess.Popen(argv, cwd=tree.cwd, env=child_environment(settings, tree, server),
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)  # fmt: skip
-    try:
-        rc = proc.wait()
-    except BaseException:
-        _stop(proc)
-        raise
+    # The child loads exactly the config decided here (the head's is the base's but for its agent), from a file
+    # only this user can read: no file of the tree decides it, and a DSN in it never sits where the agent reads.
+    with tempfile.TemporaryDirectory(prefix="sqlcanary-config-") as private:
+        resolved = write_resolved(tree.config, Path(private) / f"{tree.label}.json")
+        child = replace(tree_request(req, tree, repo, relative=True), out=str(out), config=str(resolved))
+        argv = [sys.executable, "-c", code, *child.run_argv()]
+        proc = subprocess.Popen(argv, cwd=tree.cwd, env=child_environment(settings, tree, server),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)  # fmt: skip
+        try:
+            rc = proc.wait()
+        except BaseException:
+            _stop(proc)
+            raise
     if rc == EXIT_INTERRUPTED:
         raise KeyboardInterrupt
     if rc not in (0, EXIT_BUG) or not out.is_file():
@@ -146,18 +154,46 @@ def _stop(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def missing_baseline(head: Tree, suite: str | None, base_root: Path) -> str | None:
-    """Why the base commit cannot be evaluated the way the head is, when it simply predates sqlcanary (the first
-    pull request that adds the suite or the config): then there is no baseline, and the head is judged alone."""
-    for what, path in (("config", head.config_file), ("suite", Path(suite) if suite else None)):
-        if path is None:
-            continue
-        try:
-            rel = path.resolve().relative_to(head.root.resolve())
-        except ValueError:  # outside the repository: the same file for both sides
-            continue
-        if not (base_root / rel).exists():
-            return f"the base commit has no {what} `{rel.as_posix()}`"
+def base_tree(req: RunRequest, *, repo: Path, root: Path, sha: str) -> Tree | None:
+    """The base commit's side, or None when it has no sqlcanary config at all (the pull request that adds it):
+    no config file where the head's rules look for one, and no suite at the path the request names."""
+    if req.config and not inside(Path(req.config), repo, root).is_file():
+        return None
+    tree = open_tree(req, label="base", repo=repo, root=root, sha=sha)
+    if tree.config_file is not None:
+        return tree
+    suite = inside(Path(req.suite), repo, root) if req.suite else None
+    return tree if suite is not None and suite.exists() else None
+
+
+def decide_head(req: RunRequest, head: Tree, base: Tree | None, *, trust_alone: bool = True) -> Tree:
+    """The head as a check evaluates it: the base's config decides everything but the agent (bot.trusted_config).
+    A suite the head moved (the base's suite path is gone from the head) is evaluated where the head put it and
+    compared with the base's suite case by case. Without a base config, the head's own config is used; unless
+    `trust_alone`, without the settings that route data and secrets."""
+    folder = head.config_file.parent if head.config_file else head.cwd
+    if base is None:
+        config, notes = (head.config, ()) if trust_alone else head_config_alone(head.config)
+        return replace(head, config=config, notes=notes)
+    if base.config_file is not None:
+        folder = inside(base.config_file, base.root, head.root).parent
+    config, notes = head_config(head.config, base.config, base_dir=str(folder.resolve()))
+    moved = _moved_suite(req, head, config)
+    if moved is not None:
+        config = config.model_copy(update={"suite": moved})
+        notes = tuple(n for n in notes if not n.startswith("the head's `suite:"))
+        notes += (f"the suite moved from `{base.config.suite}` to `{moved}`: the head's cases there are compared "
+                  "case by case with the base's suite",)  # fmt: skip
+    return replace(head, config=config, notes=notes)
+
+
+def _moved_suite(req: RunRequest, head: Tree, config: Config) -> str | None:
+    """The head's own suite path when the base's is gone from the head's tree and the head's exists."""
+    if req.suite or not config.suite or config.path(config.suite).exists():
+        return None
+    own = head.config.suite
+    if own and head.config.path(own).exists():
+        return str(head.config.path(own).resolve())
     return None
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import re
 import time
 import warnings
@@ -130,7 +131,30 @@ def start_embedded(cache_dir: Path) -> Server:
             + "\n(pass --dsn or set DATABASE_URL to use another server)"
         ) from exc
     server = _connect_admin(uri, attempts=5)
+    close_socket(uri)
     return Server(admin_dsn=uri, version=server.version, version_num=server.version_num, kind="embedded")
+
+
+def socket_files(dsn: str) -> list[Path]:
+    """The Unix socket a DSN connects through, and its lock file ([] for TCP)."""
+    params = parse_dsn(dsn)
+    host = params.get("host") or ""
+    if not host.startswith("/"):
+        return []
+    sock = Path(host) / f".s.PGSQL.{params.get('port') or 5432}"
+    return [sock, sock.with_name(sock.name + ".lock")]
+
+
+def close_socket(dsn: str) -> None:
+    """The embedded server trusts whoever opens its socket (`trust` auth as superuser `postgres`), and the wheel
+    may put it in a 0777 folder: as root, make the socket and its lock file root's alone (mode 0700; root still
+    connects), so the agent's unprivileged user (bot.agents.sandbox) cannot reach the superuser. Done at every
+    start or reuse: the server makes a new socket when it restarts."""
+    if os.name != "posix" or os.geteuid() != 0:
+        return
+    for path in socket_files(dsn):
+        if path.exists() and not path.is_symlink():  # the server's own files are never links
+            path.chmod(0o700)
 
 
 def _embedded_major() -> str:

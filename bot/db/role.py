@@ -15,13 +15,14 @@ import base64
 import hashlib
 import hmac
 import secrets
-from contextlib import closing
+from contextlib import ExitStack, closing
 
 import psycopg2
 from psycopg2 import sql
-from psycopg2.extensions import make_dsn
+from psycopg2.extensions import make_dsn, parse_dsn
 
 from bot.db.provision import Server, redact
+from bot.db.rolestate import create_role, log, read_state, reset
 from bot.errors import DatabaseError
 
 RUNNER_ROLE = "sqlcanary_runner"
@@ -29,26 +30,47 @@ ADMIN_SCHEMA = "_sqlcanary_admin"
 MAINTENANCE_DB = "postgres"
 _LOCK_KEY = "sqlcanary_runner_role"
 _SCRAM_ITERATIONS = 4096
-_ATTRIBUTES = "LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS VALID UNTIL 'infinity'"
-_LIMITS = (
-    "ALTER ROLE {} SET temp_file_limit = '1GB'",
-    "ALTER ROLE {} SET statement_timeout = '120s'",
-    "ALTER ROLE {} SET idle_in_transaction_session_timeout = '300s'",
-)
 
 
 def ensure_runner_role(server: Server) -> str:
-    """Create the role or re-apply its restrictions; returns its password (stable across runs: TCP servers may
-    require one, and concurrent runs must all keep connecting with it).
+    """Create the role or put back whatever is off in it (db/rolestate.py); returns its password (stable across
+    runs: TCP servers may require one, and concurrent runs must all keep connecting with it).
 
     Everything happens in one transaction under a transaction-level advisory lock taken in the database that
-    holds the secret, so concurrent runs serialise here and all read the same committed password."""
+    holds the secret, so concurrent runs serialise here and all read the same committed password. When nothing
+    is off, the check is one query after the lock."""
     # `with conn` is one transaction: committed (and the lock released) on exit, rolled back on an error.
     with closing(_secret_store(server)) as conn, conn, conn.cursor() as cur:
-        cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (_LOCK_KEY,))
+        cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s)), current_database()", (_LOCK_KEY,))
+        row = cur.fetchone()
+        store_db = str(row[1]) if row else MAINTENANCE_DB
         password = _stored_password(cur)
-        _apply_role(cur, password)
+        admin_db = parse_dsn(server.admin_dsn).get("dbname") or store_db
+        state = read_state(cur, RUNNER_ROLE, sorted({store_db, admin_db}))
+        if state is None:
+            create_role(cur, RUNNER_ROLE, scram_verifier(password))
+            return password
+        password_ok = verifier_matches(state.verifier, password)
+        found = state.off(password_ok)
+        if not found:
+            return password
+        others = [admin_db] if admin_db != store_db and state.holdings else []
+        with ExitStack() as stack:
+            cursors = [stack.enter_context(closing(_connect(server, db))).cursor() for db in others]
+            verifier = None if password_ok else scram_verifier(password)
+            reset(cur, RUNNER_ROLE, state, verifier=verifier, other_db_cursors=cursors)
+        log.warning(
+            "sqlcanary: the restricted role %s had been changed outside sqlcanary; reset %s",
+            RUNNER_ROLE,
+            "; ".join(found),
+        )
     return password
+
+
+def _connect(server: Server, dbname: str) -> psycopg2.extensions.connection:
+    conn = psycopg2.connect(make_dsn(server.admin_dsn, dbname=dbname), connect_timeout=10)
+    conn.autocommit = True
+    return conn
 
 
 def _secret_store(server: Server) -> psycopg2.extensions.connection:
@@ -102,31 +124,6 @@ def _stored_password(cur: psycopg2.extensions.cursor) -> str:
     row = cur.fetchone()
     assert row is not None
     return str(row[0])
-
-
-def _apply_role(cur: psycopg2.extensions.cursor, password: str) -> None:
-    """No superuser, no file or program roles, no memberships, bounded resources; the password is (re)set only
-    when the role's stored verifier does not match it (so a verifier changed by hand heals, and runs that hold
-    open connections are never disturbed)."""
-    ident = sql.Identifier(RUNNER_ROLE)
-    cur.execute("SELECT rolpassword FROM pg_authid WHERE rolname = %s", (RUNNER_ROLE,))
-    row = cur.fetchone()
-    if row is None:
-        cur.execute(sql.SQL(f"CREATE ROLE {{}} {_ATTRIBUTES} PASSWORD %s").format(ident),
-                    (scram_verifier(password),))  # fmt: skip
-    else:
-        cur.execute(sql.SQL(f"ALTER ROLE {{}} {_ATTRIBUTES}").format(ident))
-        if not verifier_matches(row[0], password):
-            cur.execute(sql.SQL("ALTER ROLE {} PASSWORD %s").format(ident), (scram_verifier(password),))
-    for stmt in _LIMITS:
-        cur.execute(sql.SQL(stmt).format(ident))
-    cur.execute(
-        "SELECT r.rolname FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.roleid "
-        "JOIN pg_roles u ON u.oid = m.member WHERE u.rolname = %s",
-        (RUNNER_ROLE,),
-    )
-    for (granted,) in cur.fetchall():
-        cur.execute(sql.SQL("REVOKE {} FROM {}").format(sql.Identifier(granted), ident))
 
 
 def _scram_keys(password: str, salt: bytes, iterations: int) -> tuple[bytes, bytes]:

@@ -18,13 +18,14 @@ import psycopg2
 from psycopg2 import sql
 from psycopg2.extensions import make_dsn, parse_dsn
 
+from bot.db.guards import guards_sql
 from bot.db.provision import Server
 from bot.db.role import RUNNER_ROLE, ensure_runner_role
 from bot.errors import CaseFileError, DatabaseError
 
 TEMPLATE_PREFIX = "sqlcanary_t_"
 WORK_PREFIX = "sqlcanary_w_"
-LOADER_VERSION = "3"  # bump when the way templates are prepared changes
+LOADER_VERSION = "5"  # bump when the way templates are prepared changes
 _RELATIVE_DATES = re.compile(
     r"current_date|current_timestamp|now\s*\(|localtimestamp|transaction_timestamp", re.I
 )
@@ -134,19 +135,6 @@ END $$;
 GRANT USAGE, CREATE ON SCHEMA public TO {role};
 """
 
-# Untrusted SQL reaches the server only as a bound string through these functions: SPI refuses a multi-statement
-# string as a cursor, and EXECUTE inside a function cannot end the case's transaction. Owned by the superuser.
-GUARD_SCHEMA = "_sqlcanary"
-_GUARDS = """
-CREATE SCHEMA _sqlcanary;
-CREATE FUNCTION _sqlcanary.open_cursor(name text, q text) RETURNS refcursor LANGUAGE plpgsql AS $f$
-DECLARE c refcursor := name; BEGIN OPEN c NO SCROLL FOR EXECUTE q; RETURN c; END $f$;
-CREATE FUNCTION _sqlcanary.exec(q text) RETURNS void LANGUAGE plpgsql AS $f$ BEGIN EXECUTE q; END $f$;
-CREATE FUNCTION _sqlcanary.explain(q text) RETURNS json LANGUAGE plpgsql AS $f$
-DECLARE r json; BEGIN EXECUTE 'EXPLAIN (FORMAT JSON) ' || q INTO r; RETURN r; END $f$;
-REVOKE ALL ON SCHEMA _sqlcanary FROM PUBLIC;
-GRANT USAGE ON SCHEMA _sqlcanary TO {role};
-"""
 
 
 def ensure_template(server: Server, *, db_label: str, files: tuple[Path, ...]) -> tuple[str, str]:
@@ -176,7 +164,7 @@ def ensure_template(server: Server, *, db_label: str, files: tuple[Path, ...]) -
                     _load_fixture(server, loading, files, db_label=db_label)
                     with closing(admin_connect(server, loading)) as lconn, lconn.cursor() as lcur:
                         lcur.execute(_HAND_OVER.replace("{role}", RUNNER_ROLE))
-                        lcur.execute(_GUARDS.replace("{role}", RUNNER_ROLE))
+                        lcur.execute(guards_sql(RUNNER_ROLE))
                         lcur.execute("ANALYZE")
                 except BaseException:
                     cur.execute(
@@ -195,10 +183,14 @@ def ensure_template(server: Server, *, db_label: str, files: tuple[Path, ...]) -
 
 
 def clone_database(server: Server, template: str, name: str) -> None:
+    """A clone the admin owns: the runner role may create in it but can neither alter nor drop it (every run's
+    clones would otherwise be the runner's, open to `ALTER DATABASE ... SET` or `DROP DATABASE` from another
+    run's prediction). The privileges go to PUBLIC, so the runner holds no grant on a shared object."""
+    ident = sql.Identifier(name)
     with closing(admin_connect(server)) as conn, conn.cursor() as cur:
-        cur.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        cur.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {} OWNER {}").format(
-            sql.Identifier(name), sql.Identifier(template), sql.Identifier(RUNNER_ROLE)))  # fmt: skip
+        cur.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(ident))
+        cur.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(ident, sql.Identifier(template)))
+        cur.execute(sql.SQL("GRANT CONNECT, TEMPORARY, CREATE ON DATABASE {} TO PUBLIC").format(ident))
 
 
 def drop_database(server: Server, name: str) -> None:

@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 from bot.errors import ConfigError
+from bot.secrets import scrub
 
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 _TIMEOUT_S = 300
@@ -40,10 +41,44 @@ def ensure_commit(repo: Path, sha: str, *, token: str | None, remote: str = "ori
     if token and url.stdout.strip().startswith(("https://", "http://")):
         basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
         config = (f"http.extraheader=AUTHORIZATION: basic {basic}",)
-    done = _git(repo, "fetch", "--no-tags", "--no-recurse-submodules", "--depth=1", remote, sha, config=config)
+    done = _git(
+        repo, "fetch", "--no-tags", "--no-recurse-submodules", "--depth=1", remote, sha, config=config
+    )
     if done.returncode != 0 or not has_commit(repo, sha):
         detail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]
-        detail_text = detail[0].replace(token, "***") if token else detail[0]
+        detail_text = scrub(detail[0], (token,)) if token else detail[0]
         raise ConfigError(f"cannot fetch the base commit {sha[:12]} from `{remote}`: {detail_text[:300]} "
                           "(give the job `contents: read`, or use actions/checkout with fetch-depth: 0)")  # fmt: skip
     return True
+
+
+def checkout_commit(repo: Path) -> tuple[str, tuple[str, ...]]:
+    """The checkout's HEAD and its parents, read from the commit object itself (`git cat-file -p`), so a
+    depth-1 checkout, whose parents are not there, still names them."""
+    head = _git(repo, "rev-parse", "--verify", "HEAD^{commit}")
+    body = _git(repo, "cat-file", "-p", "HEAD")
+    if head.returncode != 0 or body.returncode != 0:
+        raise ConfigError(f"{repo} is not a git checkout: run actions/checkout before sqlcanary")
+    parents = []
+    for line in body.stdout.splitlines():
+        if not line:  # the headers end at the first blank line
+            break
+        if line.startswith("parent "):
+            parents.append(line.removeprefix("parent ").strip())
+    return head.stdout.strip(), tuple(parents)
+
+
+def verify_checkout(repo: Path, head_sha: str) -> str:
+    """The commit that is evaluated, when it is the pull request's head `head_sha`: the checkout's HEAD, or
+    the merge commit GitHub makes for the pull request (refs/pull/N/merge, what actions/checkout takes by
+    default), whose second parent is the head. Anything else is a ConfigError naming both commits: the check
+    run would report on a commit that was not evaluated."""
+    head, parents = checkout_commit(repo)
+    if head == head_sha or (len(parents) == 2 and parents[1] == head_sha):
+        return head
+    merge = f" (a merge of {' and '.join(p[:12] for p in parents)})" if len(parents) > 1 else ""
+    raise ConfigError(
+        f"the checkout is commit {head}{merge}, but the event's pull_request.head.sha is {head_sha}: check out "
+        "the pull request's head or its merge commit (actions/checkout does by default), so that the commit "
+        "reported is the commit evaluated"
+    )

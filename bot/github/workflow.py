@@ -2,16 +2,24 @@
 
 Pure functions on strings and paths: the caller prints the command lines and passes the file paths it read from the
 environment. Escaping follows actions/runner (`%`, CR and LF in data; also `:` and `,` in properties), so a message
-holding a newline or a case id with a colon cannot end a command early or forge another one."""
+holding a newline or a case id with a colon cannot end a command early or forge another one.
+
+`StepLog` is the step log as a whole: the runner reads every line of a step's stdout and stderr, a child's
+included, as a possible command, so text that is not ours (case ids, file names, SQL, an agent's stderr, a
+child's error) is printed between `::stop-commands::<token>` and `::<token>::` (a token random per fence, known to
+no child), and each line we print ourselves has CR and LF escaped and cannot start a command. Our own commands
+wait until the fence closes."""
 
 from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Mapping
-from dataclasses import dataclass
+import unicodedata
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TextIO
 
 MAX_SUMMARY_BYTES = 1024 * 1024  # per step; over it the runner drops the summary with an error (limits.json)
 MAX_OUTPUTS_BYTES = 1024 * 1024  # per job
@@ -27,6 +35,68 @@ def escape_data(value: str) -> str:
 
 def escape_property(value: str) -> str:
     return escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def plain_line(text: str) -> str:
+    """`text` as one log line the runner cannot read as a command: CR and LF shown as `\\r` and `\\n` (the
+    runner splits lines at either), a leading `::` (after blanks, which it trims, or invisible characters) and
+    any `##[` (the older command syntax, found anywhere in a line) broken with a backslash."""
+    line = text.replace("\r", "\\r").replace("\n", "\\n").replace("##[", "##\\[")
+    start = next((i for i, ch in enumerate(line) if not _blank(ch)), len(line))
+    if line.startswith("::", start):
+        line = line[:start] + "\\" + line[start:]
+    return line
+
+
+def _blank(ch: str) -> bool:
+    return ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Zs")
+
+
+def fence_token() -> str:
+    """A `::stop-commands::` token: random, so no text inside the fence can end it."""
+    return f"sqlcanary-{secrets.token_hex(16)}"
+
+
+@dataclass
+class StepLog:
+    """Prints to the step log: `say` for plain lines, `command` for our workflow commands, `fenced()` around
+    whatever may print text that is not ours (the fence also covers child processes writing to the same log)."""
+
+    stream: TextIO
+    new_token: Callable[[], str] = fence_token
+    _token: str | None = field(default=None, init=False)
+    _waiting: list[str] = field(default_factory=list, init=False)
+
+    def _print(self, line: str) -> None:
+        print(line, file=self.stream, flush=True)
+
+    def say(self, text: str) -> None:
+        """One line of text, whatever it holds (escaped by `plain_line`)."""
+        self._print(plain_line(text))
+
+    def command(self, line: str) -> None:
+        """A workflow command we built (`error(...)`, `notice(...)`): printed now, or when the fence closes."""
+        if self._token is None:
+            self._print(line)
+        else:
+            self._waiting.append(line)
+
+    @contextmanager
+    def fenced(self) -> Iterator[None]:
+        """Commands stop for the block (a fence inside a fence is the same fence); ours are printed after it."""
+        if self._token is not None:
+            yield
+            return
+        self._token = self.new_token()
+        self._print(f"::stop-commands::{self._token}")
+        try:
+            yield
+        finally:
+            self._print(f"::{self._token}::")
+            self._token = None
+            waiting, self._waiting = self._waiting, []
+            for line in waiting:
+                self._print(line)
 
 
 def command(name: str, message: str = "", **properties: str | int | None) -> str:

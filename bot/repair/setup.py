@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from bot.agents import AgentContext, make_agent
+from bot.agents import AgentContext
 from bot.agents.base import AgentAdapter
 from bot.agents.env import agent_environment
 from bot.cases.loader import parse_duration_ms
 from bot.config import Config
+from bot.repair.sandboxed import start_agent
 from bot.runner import RunOptions
 from bot.settings import Settings
 
@@ -31,7 +32,9 @@ class Limits:
 
 def default_agent_factory(config: Config, settings: Settings | None = None) -> Callable[[], AgentAdapter]:
     """A fresh agent per run (run_suite closes it); it reads the KB from disk, so edits take effect. With
-    `settings`, a process agent gets only the allow-listed environment and its answers are masked."""
+    `settings`, a process agent gets only the allow-listed environment and its answers are masked. Started as
+    `sqlcanary run` starts it: an agent running the pull request's code runs in a sandbox of its own when
+    sqlcanary is root, closed with the agent (bot.repair.sandboxed)."""
     spec = config.agent.spec if config.agent else "gold"
     options = dict(config.agent.options) if config.agent else {}
     if config.agent and config.agent.persistent:
@@ -42,7 +45,7 @@ def default_agent_factory(config: Config, settings: Settings | None = None) -> C
         allow = config.agent.env if config.agent else ()
         ctx = replace(ctx, env=agent_environment(settings.environ, allow=allow), secrets=settings.secrets,
                       settings=settings)  # fmt: skip
-    return lambda: make_agent(spec, ctx)
+    return lambda: start_agent(spec, ctx)
 
 
 def default_run_options(config: Config) -> RunOptions:

@@ -4,7 +4,8 @@ Agents are scrubbed at their boundary already (bot.agents.base.scrub_answer), bu
 or come from another machine with other secrets. Masking the subject first matters because the templates cut
 long text (half a token is still a leak) and escape it (`ghp_x` is `ghp\\_x` in Markdown, `a&b` is `a&amp;b` in
 HTML), so a token is no longer findable in the output. The pass over the final text is the backstop for
-anything the templates add; it also looks for the escaped forms."""
+anything the templates add; it also looks for the escaped forms. Each secret's encoded forms (base64, URL, hex:
+bot.secrets.secret_forms) are masked the same way as the secret itself."""
 
 from __future__ import annotations
 
@@ -15,32 +16,32 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from bot.secrets import MIN_SECRET_LEN, scrub
+from bot.secrets import mask_forms, secret_forms
 
 M = TypeVar("M", bound=BaseModel)
 _MD_PUNCT = re.compile(r"([\\`*_\[\]|~])")
 
 
-def _walk(value: Any, secrets: Sequence[str]) -> Any:
+def _walk(value: Any, forms: Sequence[str]) -> Any:
     if isinstance(value, str):
-        return scrub(value, secrets)
+        return mask_forms(value, forms)
     if isinstance(value, dict):
-        return {_walk(k, secrets): _walk(v, secrets) for k, v in value.items()}
+        return {_walk(k, forms): _walk(v, forms) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return type(value)(_walk(v, secrets) for v in value)
+        return type(value)(_walk(v, forms) for v in value)
     return value
 
 
 def redact_model(model: M, secrets: Sequence[str]) -> M:
-    """`model` with every secret masked in every string it holds; the same object when none occurs (cheap check
-    on its JSON first)."""
-    live = [s for s in secrets if len(s) >= MIN_SECRET_LEN]
-    if not live:
+    """`model` with every secret (and encoded form of one) masked in every string it holds; the same object
+    when none occurs (cheap check on its JSON first)."""
+    forms = secret_forms(secrets)
+    if not forms:
         return model
     dumped = model.model_dump_json()
-    if not any(s in dumped or _json_form(s) in dumped for s in live):
+    if not any(f in dumped or _json_form(f) in dumped for f in forms):
         return model
-    return type(model).model_validate(_walk(model.model_dump(), live))
+    return type(model).model_validate(_walk(model.model_dump(), forms))
 
 
 def _json_form(secret: str) -> str:
@@ -60,8 +61,8 @@ def _escaped_forms(secret: str) -> set[str]:
 
 
 def scrub_rendered(text: str, secrets: Sequence[str]) -> str:
-    """The final text of a report with every secret masked, in any of its escaped forms."""
-    live = [s for s in secrets if len(s) >= MIN_SECRET_LEN]
-    if not live or not text:
+    """The final text of a report with every secret masked, in any of its encoded and escaped forms."""
+    forms = secret_forms(secrets)
+    if not forms or not text:
         return text
-    return scrub(text, sorted({f for s in live for f in _escaped_forms(s)}, key=len, reverse=True))
+    return mask_forms(text, sorted({e for f in forms for e in _escaped_forms(f)}, key=len, reverse=True))

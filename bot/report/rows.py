@@ -35,6 +35,7 @@ class CaseRow:
     renamed_from: str | None = None
     outcome: str | None = None  # renamed: the pair's own transition
     edited: bool = False  # the change edited the case itself (bot.compare.CaseChange.edited)
+    against_base: str | None = None  # an edited case's head answer judged by the base's version (check)
     gold_sql: tuple[str, ...] = ()
     used: tuple[str, ...] = ()  # the KB spans the head's answer used
     causes: tuple[CauseView, ...] = ()  # the changed lines this regression is linked to (bot.causes)
@@ -80,7 +81,7 @@ def row_from_change(c: CaseChange, cmp: Comparison | None = None) -> CaseRow:
         base_repeats=c.base_repeats, head_passes=c.head_passes, head_repeats=c.head_repeats, flaky=c.flaky,
         p_value=c.p_value, reason=c.reason, structural=c.structural, head_sql=c.head_sql, base_sql=c.base_sql,
         base_error_class=c.base_error_class, head_error_class=c.head_error_class, source=c.source,
-        renamed_from=c.renamed_from, outcome=c.outcome, edited=c.edited,
+        renamed_from=c.renamed_from, outcome=c.outcome, edited=c.edited, against_base=c.against_base,
     )  # fmt: skip
 
 

@@ -80,6 +80,35 @@ ACTION_FILES = (
     "templates",
 )
 CASE_FILE = "evals/suite/cases/all.yml"
+# The pull request's agent, inside the image, tries what issue 14's hostile agent did: read every ancestor's
+# environment (the token, the admin DSN) and append to the runner's command files. It reports what it could do
+# in a comment at the end of its (broken) SQL for `names`, which the sticky comment shows.
+PROBE = """\
+def _probe():
+    import glob, os
+    uid = os.getuid()
+    facts, pid, seen = [f"uid={'sandbox' if 61000 <= uid <= 64999 else uid}"], os.getppid(), set()
+    while pid > 1:
+        try:
+            open(f"/proc/{pid}/environ", "rb").read()
+            seen.add("read")
+        except OSError as exc:
+            seen.add(type(exc).__name__)
+        try:
+            pid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    facts.append("environ=" + ",".join(sorted(seen)))
+    for path in glob.glob("/github/file_commands/*") + glob.glob("/var/run/act/workflow/*"):
+        try:
+            open(path, "a").write("verdict=pass\\n")
+            facts.append("wrote=" + path)
+        except OSError as exc:
+            facts.append("write=" + type(exc).__name__)
+    return " ".join(facts)
+if request["id"] == "names":
+    answer = answer + " -- probe " + _probe()
+"""
 # act names the job's containers and volumes after the workflow and the job only: a name of its own keeps two
 # sessions on one Docker engine from removing each other's containers.
 WORKFLOW_NAME = f"sqlcanary-{secrets.token_hex(4)}"
@@ -116,7 +145,10 @@ def _repository(root: Path) -> tuple[Path, str, str]:
     (src / ".github" / "workflows" / "pr.yml").write_text(WORKFLOW.format(name=WORKFLOW_NAME, config=CONFIG))
     make_tiny_repo(src)  # commits everything above with the suite, the agent and its config
     base_sha = git(src, "rev-parse", "HEAD")
-    head_sha = commit_answers(src, GOOD | {"names": "SELECT city FROM customers"}, "break names")
+    commit_answers(src, GOOD | {"names": "SELECT city FROM customers"}, "break names")
+    agent = src / "evals/agent/agent.py"  # the head's agent also probes the sandbox (PROBE)
+    agent.write_text(agent.read_text().replace("print(json.dumps({", PROBE + "print(json.dumps({"))
+    head_sha = commit_answers(src, GOOD | {"names": "SELECT city FROM customers"}, "break names, probe")
     bare = root / "served" / f"{REPO}.git"
     bare.parent.mkdir(parents=True)
     git(root, "init", "-q", "--bare", "--initial-branch=main", str(bare))
@@ -266,6 +298,20 @@ def test_one_sticky_comment_and_a_failed_check_run_annotated_on_the_case_line(pu
     assert case_note["start_line"] == 4 and case_note["annotation_level"] == "failure"  # `- id: names`
     kb_notes = [n for n in notes if n["path"] == "data/answers.json"]  # the KB line the answer used
     assert kb_notes and kb_notes[0]["annotation_level"] == "warning"
+
+
+def test_the_pull_requests_agent_runs_sandboxed_inside_the_image(pull_request: Outcome) -> None:
+    """Issue 14 in the built image: the agent runs as an unprivileged uid of its own, every ancestor's
+    environment is refused, it cannot append to the runner's files, and the outputs are the true ones."""
+    [comment] = pull_request.after_first["comments"]
+    probe = re.search(r"probe (uid=\w+[^`\n]*)", comment["body"])
+    assert probe, comment["body"][-3000:]
+    facts = dict(fact.split("=", 1) for fact in probe.group(1).split() if "=" in fact)
+    assert facts, comment["body"][-3000:]
+    assert facts["uid"] == "sandbox", probe.group(0)  # 61000-64999: a fresh uid of its own, not root
+    assert facts["environ"] == "PermissionError", probe.group(0)  # every ancestor's environment refused
+    assert "wrote" not in facts, probe.group(0)
+    assert pull_request.first.said(r"later step read verdict=regressions regressions=1 ")
 
 
 def test_the_job_summary_names_the_regressed_case(pull_request: Outcome) -> None:

@@ -140,6 +140,7 @@ def test_runs_on_one_pr_keep_one_comment_edited_once_and_an_unchanged_run_edits_
     git(pr["workspace"], "fetch", "-q", "--depth", "1", "origin", "regress")
     git(pr["workspace"], "checkout", "-q", "--detach", "FETCH_HEAD")
     pr["env"]["GITHUB_SHA"] = new_head
+    pr_event(Path(pr["env"]["GITHUB_EVENT_PATH"]), {**remote, "regress": new_head})  # the event names the new head
     assert run_action(pr["env"], fake, capsys) == 1
     assert run_action(pr["env"], fake, capsys) == 1  # nothing changed: the comment is left alone
     assert len(comments(fake)) == 1

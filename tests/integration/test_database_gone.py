@@ -42,6 +42,9 @@ def test_database_gone_exits_2_and_keeps_results(tmp_path, pg_dsn, monkeypatch, 
     suite.write_text(yaml.safe_dump({"name": "gone", "databases": {"gone": str(fixture)}, "cases": cases}))
     (tmp_path / "agent.py").write_text(AGENT)
     monkeypatch.setenv("SQLCANARY_TEST_ADMIN_DSN", pg_dsn)
+    # This agent is the test's hand inside the run (it cuts the database off as the superuser), not a pull
+    # request's code: it runs in process, as without root, where it sees the environment.
+    monkeypatch.setattr("bot.agents.sandbox.sandbox_wanted", lambda: False)
     out = tmp_path / "run.json"
     rc = main(["run", str(suite), "--agent", f"python:{tmp_path / 'agent.py'}:answer", "--dsn", pg_dsn,
                "--out", str(out), "--jobs", "1", "-q"])  # fmt: skip

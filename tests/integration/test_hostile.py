@@ -17,6 +17,11 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hostile"
 ATTACKS = yaml.safe_load((FIXTURES / "attacks.yml").read_text())
 CANARY_SQL = "SELECT id, owner, balance FROM accounts ORDER BY id"
 PWNED = Path("/tmp/sqlcanary-pwned")
+RUNNER_SETTINGS = [
+    "temp_file_limit=1GB",
+    "statement_timeout=120s",
+    "idle_in_transaction_session_timeout=300s",
+]
 
 
 def _suite(tmp_path: Path) -> tuple[Path, Path]:
@@ -84,4 +89,79 @@ def test_nothing_escaped_to_the_server(hostile_run, pg_dsn):
             "SELECT rolsuper, rolcreatedb, rolcreaterole FROM pg_roles WHERE rolname = 'sqlcanary_runner'"
         )
         assert cur.fetchone() == (False, False, False)
+        # Nothing a scratch database's statement tried outlived its case (issue 14, finding 6).
+        cur.execute(
+            "SELECT coalesce(d.datname, '*'), r.rolname, s.setconfig FROM pg_db_role_setting s "
+            "LEFT JOIN pg_database d ON d.oid = s.setdatabase LEFT JOIN pg_roles r ON r.oid = s.setrole "
+            "WHERE s.setrole = 'sqlcanary_runner'::regrole OR d.datname = 'postgres' OR d.datname LIKE 'sqlcanary%'"
+        )
+        assert cur.fetchall() == [("*", "sqlcanary_runner", RUNNER_SETTINGS)]
+        cur.execute(
+            "SELECT count(*) FROM pg_auth_members WHERE 'sqlcanary_runner'::regrole IN (roleid, member)"
+        )
+        assert cur.fetchone() == (0,)
+        cur.execute("SELECT datname FROM pg_database WHERE datdba = 'sqlcanary_runner'::regrole")
+        assert cur.fetchall() == []
     conn.close()
+
+
+def test_an_innocent_run_after_gets_the_true_verdicts(hostile_run, tmp_path, pg_dsn):
+    """The hostile run is over; a friendly run on the same server (new connections, new clones, a scratch
+    database) judges as if it had never happened."""
+    update = "UPDATE accounts SET balance = balance + 1 WHERE id = 1"
+    answers = {
+        "count": ("SELECT count(*) FROM accounts", "passed"),
+        "count:wrong": ("SELECT count(*) - 1 FROM accounts", "failed"),
+        "list": (CANARY_SQL, "passed"),
+        "give": (update, "passed"),
+        "give:wrong": ("UPDATE accounts SET balance = balance + 2 WHERE id = 1", "failed"),
+        "give:scratch": (f"VACUUM; {update}", "passed"),
+        "give:index": (f"CREATE INDEX CONCURRENTLY ON accounts (owner); {update}", "passed"),
+    }
+    checks = [
+        "SELECT balance = 101 FROM accounts WHERE id = 1",
+        {"sql": "SELECT count(*) FROM accounts", "expect": [[3]]},
+    ]
+    cases = []
+    for cid in answers:
+        if cid.startswith("give"):
+            cases.append(
+                {
+                    "id": cid,
+                    "question": "Give ada one more unit.",
+                    "category": "management",
+                    "gold_sql": update,
+                    "checks": checks,
+                }
+            )
+        else:
+            gold = CANARY_SQL if cid == "list" else "SELECT count(*) FROM accounts"
+            cases.append({"id": cid, "question": "Accounts?", "gold_sql": gold})
+    suite = tmp_path / "innocent.yml"
+    suite.write_text(
+        yaml.safe_dump(
+            {"name": "innocent", "databases": {"bank": str(FIXTURES / "bank.sql")}, "cases": cases},
+            sort_keys=False,
+        )
+    )
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("".join(json.dumps({"id": k, "sql": v[0]}) + "\n" for k, v in answers.items()))
+    out = tmp_path / "run.json"
+    rc = main(
+        [
+            "run",
+            str(suite),
+            "--agent",
+            f"predictions:{preds}",
+            "--dsn",
+            pg_dsn,
+            "--out",
+            str(out),
+            "--jobs",
+            "2",
+            "-q",
+        ]
+    )
+    assert rc == 0
+    got = {c.id: (c.status, c.reason) for c in read_run(out).cases}
+    assert {k: v[0] for k, v in got.items()} == {k: v[1] for k, v in answers.items()}, got

@@ -15,7 +15,7 @@ from bot.agents.base import Answer, scrub_answer
 from bot.agents.env import agent_environment
 from bot.agents.pipes import resolve_argv
 from bot.cases.model import Case
-from bot.errors import AgentError
+from bot.errors import AgentError, ConfigError
 from bot.secrets import MASK
 
 PY = sys.executable
@@ -59,9 +59,20 @@ def test_only_the_base_names_and_the_named_ones_pass() -> None:
 
 
 def test_a_named_secret_is_the_users_decision() -> None:
-    env = agent_environment(ACTIONS_ENV, allow=("DATABASE_URL", "OPENAI_API_KEY"))
-    assert env["DATABASE_URL"] == ACTIONS_ENV["DATABASE_URL"] and env["OPENAI_API_KEY"] == "sk-test-key"
-    assert "GITHUB_TOKEN" not in env and "INPUT_OPENAI-API-KEY" not in env
+    env = agent_environment(ACTIONS_ENV, allow=("OPENAI_API_KEY",))
+    assert env["OPENAI_API_KEY"] == "sk-test-key"
+    assert "GITHUB_TOKEN" not in env and "INPUT_OPENAI-API-KEY" not in env and "DATABASE_URL" not in env
+
+
+FORBIDDEN = ["GITHUB_TOKEN", "GITHUB_OUTPUT", "ACTIONS_RUNTIME_TOKEN", "INPUT_OPENAI-API-KEY", "RUNNER_TEMP"]
+
+
+@pytest.mark.parametrize(
+    "name", [*FORBIDDEN, "DATABASE_URL", "PGPASSWORD", "SQLCANARY_CACHE_DIR", "github_env"]
+)
+def test_runner_and_database_credentials_can_never_be_named(name: str) -> None:
+    with pytest.raises(ConfigError, match=f"agent.env: '{name}' can never be passed"):
+        agent_environment(ACTIONS_ENV, allow=("MODEL", name))
 
 
 PRINT_ENV = """

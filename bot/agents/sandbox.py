@@ -1,0 +1,309 @@
+"""The sandbox a pull request's agent runs in when sqlcanary runs as root (always, in the Action's container).
+
+Every process of the agent runs as a fresh unprivileged user id of its own (no /etc/passwd entry, no process
+with that id running, a group of the same number and no other group), in a session of its own, with umask 077,
+`no_new_privs` (through `setpriv`, so no setuid program gives root back) and a private home folder. As another
+user it cannot read the environment or the memory of sqlcanary's processes (/proc/<pid>/environ and
+/proc/<pid>/fd/* need the same user id, and the evaluator is non-dumpable besides), cannot write root's files,
+and cannot signal anything but its own processes. `close()` kills every process of that id (a `setsid` or
+double-forked child included) with a `kill(-1)` run as that id, then removes the home folder.
+
+The switch of user id uses Python's C-level subprocess support (`user=`, `group=`, `extra_groups=`, `umask=`),
+never `preexec_fn`: agents are started from worker threads. Not root (a laptop, a non-root CI job): no sandbox,
+and the run says so once (`meta.sandbox`)."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import grp
+import os
+import pwd
+import random
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from bot.agents import reach
+from bot.errors import AgentError
+
+UID_FIRST, UID_LAST = 61000, 64999  # inside the 65536 ids a container's user namespace usually maps
+NOT_ROOT = "off: not running as root"
+_KILL = "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept ProcessLookupError:\n    pass\n"
+_NO_NEW_PRIVS_EXEC = (
+    "import ctypes, os, sys\n"
+    "if ctypes.CDLL(None).prctl(38, 1, 0, 0, 0) != 0:\n"
+    "    sys.exit('sqlcanary: cannot set no_new_privs for the agent')\n"
+    "os.execvp(sys.argv[1], sys.argv[1:])\n"
+)
+_KILL_ROUNDS = 200  # a fork bomb needs a few rounds; a normal agent is gone after the first
+_PR_SET_DUMPABLE = 4
+_PR_SET_NO_NEW_PRIVS = 38
+
+
+def _prctl(option: int, value: int) -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    return int(libc.prctl(option, value, 0, 0, 0)) == 0
+
+
+def make_undumpable() -> bool:
+    """This process can no longer be read through /proc (environ, mem, fd) by anyone but root, even by a process
+    of its own user id; no core dump either. For the evaluator and the action. False where unsupported."""
+    return _prctl(_PR_SET_DUMPABLE, 0)
+
+
+def forbid_new_privileges() -> bool:
+    """No setuid program or file capability gives this process (or its children) more than it has."""
+    return _prctl(_PR_SET_NO_NEW_PRIVS, 1)
+
+
+def processes_by_user() -> dict[int, list[int]]:
+    """{user id: [pid, ...]} of every process that is not a zombie (real, effective, saved and fs ids)."""
+    found: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = Path(entry.path, "status").read_text()
+        except OSError:
+            continue  # it just exited
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if fields.get("State", "").strip().startswith("Z"):
+            continue
+        for uid in {int(u) for u in fields.get("Uid", "").split()}:
+            found.setdefault(uid, []).append(int(entry.name))
+    return found
+
+
+def _known_id(uid: int) -> bool:
+    for lookup in (pwd.getpwuid, grp.getgrgid):
+        try:
+            lookup(uid)
+            return True
+        except KeyError:
+            continue
+    return False
+
+
+def _safe_root() -> Path:
+    """Where homes and locks live: /run/sqlcanary when /run is root's own, else a folder in the temp dir. It
+    must be root's and writable by root alone, or an earlier agent could have made it its own."""
+    run = Path("/run")
+    parent = run if run.is_dir() and _root_only(run.lstat()) else Path(tempfile.gettempdir())
+    root = parent / ("sqlcanary" if parent == run else "sqlcanary-sandbox")
+    with contextlib.suppress(FileExistsError):
+        root.mkdir(mode=0o711)
+    st = root.lstat()
+    if not stat.S_ISDIR(st.st_mode) or not _root_only(st):
+        raise AgentError(
+            f"the sandbox folder {root} is not a folder that root alone can write (owner uid {st.st_uid}, "
+            f"mode {stat.S_IMODE(st.st_mode):o}): remove it and run again"
+        )
+    root.chmod(0o711)  # others may reach their own home in it, not list it
+    return root
+
+
+def _root_only(st: os.stat_result) -> bool:
+    return st.st_uid == 0 and not stat.S_ISLNK(st.st_mode) and not st.st_mode & 0o022
+
+
+class Sandbox:
+    """One evaluation's user id. Hold it from before the agent starts until after the run; `close()` always."""
+
+    def __init__(self, uid: int, root: Path, lock_fd: int) -> None:
+        self.uid = self.gid = uid
+        self.home = root / str(uid)
+        self._lock_fd = lock_fd
+        self._setpriv = shutil.which("setpriv")
+        self.closed = False
+        if self.home.exists() or self.home.is_symlink():
+            _remove(self.home)  # a crashed evaluation's: no process of the id is left (checked, and locked)
+        self.home.mkdir(mode=0o700)
+        (self.home / "tmp").mkdir(mode=0o700)
+        for folder in (self.home, self.home / "tmp"):
+            os.chown(folder, uid, uid, follow_symlinks=False)
+
+    def describe(self) -> str:
+        return f"uid {self.uid}"
+
+    def popen_kwargs(self) -> dict[str, Any]:
+        """What subprocess.Popen needs to start a process inside the sandbox."""
+        return {
+            "user": self.uid,
+            "group": self.gid,
+            "extra_groups": [],
+            "umask": 0o077,
+            "start_new_session": True,
+        }
+
+    def argv(self, argv: list[str]) -> list[str]:
+        """`argv` with `no_new_privs` set before it starts, so no setuid program can escalate: through
+        `setpriv --no-new-privs` where it exists, else a tiny Python shim that sets it and execs `argv`."""
+        if self._setpriv:
+            return [self._setpriv, "--no-new-privs", "--", *argv]
+        return [sys.executable, "-S", "-I", "-c", _NO_NEW_PRIVS_EXEC, *argv]
+
+    def environment(self, env: Mapping[str, str] | None) -> dict[str, str]:
+        """The agent's environment (already allow-listed; None: only PATH) with the sandbox's home and temp."""
+        out = dict(env) if env is not None else {"PATH": os.defpath}
+        tmp = str(self.home / "tmp")
+        out.update(
+            HOME=str(self.home),
+            TMPDIR=tmp,
+            TMP=tmp,
+            TEMP=tmp,
+            USER="sqlcanary-agent",
+            LOGNAME="sqlcanary-agent",
+        )
+        return out
+
+    def popen(self, argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+        env = kwargs.pop("env", None)
+        return subprocess.Popen(self.argv(argv), env=self.environment(env), **kwargs, **self.popen_kwargs())
+
+    def check_reachable(self, path: Path, *, what: str, read: bool = True, execute: bool = False) -> None:
+        """AgentError (exit 2) when this sandbox's user cannot reach `path` (bot.agents.reach)."""
+        reach.check_reachable(path, who=self.describe(), what=what, read=read, execute=execute)
+
+    def check_command(self, argv: list[str], base_dir: str, env: Mapping[str, str] | None) -> None:
+        """The agent's folder, its program and the files its arguments name must be reachable by the user."""
+        reach.check_command(argv, base_dir, env, who=self.describe())
+
+    def close(self) -> None:
+        """Kill every process of the user id (however it detached), then remove the home folder. Idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.kill_all()
+            _remove(self.home)
+        finally:
+            with contextlib.suppress(OSError):
+                (
+                    self.home.parent / f"{self.uid}.lock"
+                ).unlink()  # still locked: nobody can take the id meanwhile
+            os.close(self._lock_fd)
+
+    def kill_all(self) -> bool:
+        """SIGKILL every process of the id, from a process of that id (`kill(-1)` reaches exactly those, and a
+        fork cannot slip past it); repeated until /proc lists none. False if some survived every round."""
+        for round_ in range(_KILL_ROUNDS):
+            left = processes_by_user().get(self.uid, [])
+            if not left:
+                return True
+            try:
+                subprocess.run(
+                    [sys.executable, "-S", "-I", "-c", _KILL],
+                    env={},
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    timeout=30,
+                    cwd="/",
+                    **self.popen_kwargs(),
+                )
+            except (OSError, subprocess.SubprocessError):
+                for pid in left:  # the killer could not start: one by one, as root
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, 9)
+            time.sleep(min(0.002 * round_, 0.05))
+        print(f"sqlcanary: warning: processes of the agent's user {self.uid} survived", file=sys.stderr)
+        return False
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _remove(path: Path) -> None:
+    """rmtree without following links (safe on a tree the agent's user wrote)."""
+    if path.is_symlink() or path.is_file():
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _lock(path: Path) -> int | None:
+    """An exclusive lock on `path` (released when this process exits), or None when another evaluation holds it
+    or removed the file meanwhile (its lock no longer guards the name)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if os.fstat(fd).st_ino == os.stat(path, follow_symlinks=False).st_ino:
+            return fd
+    except (BlockingIOError, FileNotFoundError):
+        pass
+    os.close(fd)
+    return None
+
+
+def _candidates() -> Iterator[int]:
+    start = random.randrange(UID_FIRST, UID_LAST + 1)
+    for offset in range(UID_LAST - UID_FIRST + 1):
+        yield UID_FIRST + (start - UID_FIRST + offset) % (UID_LAST - UID_FIRST + 1)
+
+
+def sandbox_wanted() -> bool:
+    return sys.platform.startswith("linux") and os.geteuid() == 0
+
+
+def open_sandbox(*, root: Path | None = None) -> Sandbox | None:
+    """A fresh sandbox when running as root on Linux, else None. Raises AgentError when none can be made."""
+    if not sandbox_wanted():
+        return None
+    root = root or _safe_root()
+    running = processes_by_user()
+    for uid in _candidates():
+        if uid in running or _known_id(uid):
+            continue
+        fd = _lock(root / f"{uid}.lock")
+        if fd is None:
+            continue
+        if uid in processes_by_user():  # started between the scan and the lock
+            os.close(fd)
+            continue
+        try:
+            return Sandbox(uid, root, fd)
+        except BaseException:
+            os.close(fd)
+            raise
+    raise AgentError(f"no free user id in {UID_FIRST}-{UID_LAST} for the agent's sandbox")
+
+
+def isolation_note(sandbox: Sandbox | None) -> str:
+    """What `meta.sandbox` records: `uid 61234`, or why there is no sandbox."""
+    return sandbox.describe() if sandbox is not None else NOT_ROOT
+
+
+RUNS_PR_CODE = ("command", "python")  # agent kinds that start the PR's own code
+
+
+@contextlib.contextmanager
+def agent_sandbox(spec: str) -> Iterator[tuple[Sandbox | None, str | None]]:
+    """For one evaluation with the agent `spec`: (the sandbox or None, what `meta.sandbox` records). An agent
+    that runs no code of the PR's (gold, predictions, the built-in llm) needs none and records nothing. With a
+    sandbox this process becomes non-dumpable; the sandbox is closed (its processes killed) however the
+    evaluation ends."""
+    if spec.partition(":")[0].strip() not in RUNS_PR_CODE:
+        yield None, None
+        return
+    sandbox = open_sandbox()
+    if sandbox is None:
+        yield None, NOT_ROOT
+        return
+    try:
+        make_undumpable()
+        yield sandbox, sandbox.describe()
+    finally:
+        sandbox.close()

@@ -1,0 +1,119 @@
+"""The base decides, the head is tested: the config a pull request's head is evaluated with.
+
+In a check, the head commit is the change under review, so nothing in it may loosen the rules it is judged by or
+choose where data and secrets go. Its own `sqlcanary.yml` is read for what a pull request may rightly change (its
+agent: `agent.spec`, `timeout`, `persistent`, `options`); every other setting comes from the base commit's config,
+rebased onto the head's tree (paths stay relative to the config's folder, now in the head). What the head tried to
+set otherwise is named, with why it was ignored, so the report can say so.
+
+When the base has no config at all (the pull request that adds sqlcanary), the head's config is all there is: it
+decides the suite and the gate, but never where data and secrets go (`dsn`, `postgres`, the `llm:` endpoint, key
+and model, `agent.env`): those come from the inputs, or their defaults.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from bot.config import RESOLVED_MARK, RESOLVED_VERSION, AgentConfig, Config
+from bot.llmconfig import LLMSettings
+
+# Settings that decide where data and secrets go; the rest of the base-only settings decide the verdict.
+_ROUTING = ("dsn", "postgres", "llm", "agent.env")
+_BASE_ONLY = (
+    "suite", "dsn", "postgres", "jobs", "statement_timeout", "row_cap", "preset", "out", "kb", "llm", "cache",
+    "gate", "agent.inputs", "agent.env", "agent.remote",
+)  # fmt: skip
+_HEAD_AGENT = ("spec", "timeout", "persistent", "options")
+
+
+def _get(config: Config, name: str) -> Any:
+    top, _, sub = name.partition(".")
+    value = getattr(config, top)
+    if sub:
+        return getattr(value, sub) if value is not None else None
+    return value
+
+
+def _shown(value: Any) -> str:
+    if hasattr(value, "model_dump"):
+        value = value.model_dump(exclude_defaults=True)
+    text = json.dumps(value, default=str, sort_keys=True) if not isinstance(value, str) else value
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _why(name: str) -> str:
+    if name.partition(".")[0] in _ROUTING or name in _ROUTING:
+        return "a pull request cannot choose where data and secrets go"
+    return "a pull request cannot change the rules it is judged by"
+
+
+def _head_agent(head: Config, base: Config, notes: list[str]) -> AgentConfig | None:
+    """The head's agent (what the pull request may change) with the base's cache and environment settings. An
+    `llm` agent reads its settings from the config it is given, never from a file or option the head names."""
+    if head.agent is None and base.agent is None:
+        return None
+    own = head.agent or base.agent
+    assert own is not None
+    kept = {k: getattr(own, k) for k in _HEAD_AGENT}
+    spec = str(kept["spec"])
+    kind, _, arg = spec.partition(":")
+    if kind.strip() == "llm" and arg.strip():
+        notes.append(f"the head's agent `{spec}` is run as `llm`: its `llm:` settings come from the base's config "
+                     f"({_why('llm')})")  # fmt: skip
+        kept["spec"] = "llm"
+    if kind.strip() == "llm" and "config" in kept["options"]:
+        notes.append(f"the head's `agent.options.config` is ignored ({_why('llm')})")
+        kept["options"] = {k: v for k, v in kept["options"].items() if k != "config"}
+    fallback = base.agent or AgentConfig(spec=str(kept["spec"]))
+    return AgentConfig(**kept, inputs=fallback.inputs, env=fallback.env, remote=fallback.remote)
+
+
+def head_config(head: Config, base: Config, *, base_dir: str) -> tuple[Config, tuple[str, ...]]:
+    """The config the head is evaluated with (the base's, with the head's agent, rebased to `base_dir`: the
+    config's folder in the head's tree) and a note for each head setting that was ignored."""
+    notes: list[str] = []
+    agent = _head_agent(head, base, notes)
+    for name in _BASE_ONLY:
+        mine, theirs = _get(head, name), _get(base, name)
+        if name.startswith("agent.") and head.agent is None:
+            continue
+        if mine == theirs:
+            continue
+        if name == "dsn":  # a DSN may hold a password: named, never shown
+            notes.append(f"the head's `dsn` is ignored; the base's config or the inputs decide: {_why(name)}")
+            continue
+        notes.append(f"the head's `{name}: {_shown(mine)}` is ignored; the base's config decides "
+                     f"(`{_shown(theirs)}`): {_why(name)}")  # fmt: skip
+    resolved = base.model_copy(update={"agent": agent, "base_dir": base_dir, "config_file": head.config_file})
+    return resolved, tuple(notes)
+
+
+def head_config_alone(head: Config) -> tuple[Config, tuple[str, ...]]:
+    """The first pull request (no base config): the head's config, without what would route data or secrets."""
+    notes: list[str] = []
+    update: dict[str, Any] = {}
+    defaults = Config(base_dir=head.base_dir)
+    for name, default in (("dsn", None), ("postgres", defaults.postgres), ("llm", LLMSettings())):
+        if getattr(head, name) != default:
+            notes.append(f"the head's `{name}` is ignored: {_why(name)} (the base commit has no config yet)")
+            update[name] = default
+    if head.agent is not None and head.agent.env:
+        notes.append(f"the head's `agent.env` is ignored: {_why('agent.env')} (the base commit has no config yet)")
+        update["agent"] = head.agent.model_copy(update={"env": ()})
+    if head.agent is not None and head.agent.spec.partition(":")[0].strip() == "llm":
+        agent = update.get("agent", head.agent)
+        options = {k: v for k, v in agent.options.items() if k != "config"}
+        update["agent"] = agent.model_copy(update={"spec": "llm", "options": options})
+    return head.model_copy(update=update), tuple(notes)
+
+
+def write_resolved(config: Config, path: Path) -> Path:
+    """The resolved config as a file a child `sqlcanary run --config` loads as it is (bot.config.load_config),
+    so the child and the built-in `llm` agent read exactly what the parent decided, and no file of the tree."""
+    doc = {RESOLVED_MARK: RESOLVED_VERSION, "config": config.model_dump(mode="json")}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    return path
