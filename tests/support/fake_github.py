@@ -25,7 +25,11 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.support import fake_github_repo_ops  # noqa: F401  (registers the refs, pulls and labels handlers)
+from tests.support import (  # noqa: F401  (they register their handlers)
+    fake_github_git,
+    fake_github_git_objects,
+    fake_github_repo_ops,
+)
 from tests.support.fake_github_spec import OpenApiSpec
 from tests.support.fake_github_state import HANDLERS, Answer, Call, FakeState, error
 
@@ -172,7 +176,15 @@ class FakeGitHub:
         if full_name not in self.state.repos:
             return error(404, "Not Found"), op, caller.login
         call = Call(self.base_url, caller.login, params, query, body)
-        return handler(self.state, self.state.repos[full_name], call), op, caller.login
+        repo = self.state.repos[full_name]
+        try:  # a repository backed by a bare git repository (fake_github_git.attach_git) reads its refs there
+            fake_github_git.refresh(repo)
+            answer = handler(self.state, repo, call)
+            fake_github_git.persist(repo)
+        except fake_github_git.GitFailed as exc:
+            self.errors.append(f"{method} {path}: git failed in the fake: {exc}")
+            return error(500, f"git failed in the fake: {exc}"), op, caller.login
+        return answer, op, caller.login
 
     @staticmethod
     def _refuse(caller: Token, method: str, operation: str) -> Answer | None:

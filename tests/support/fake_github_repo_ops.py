@@ -165,7 +165,10 @@ def _add_labels(state: FakeState, repo: RepoState, call: Call) -> Answer:
     names = [n if isinstance(n, str) else n["name"] for n in names]
     current = repo.issue_labels.setdefault(number, [])
     current += [n for n in names if n not in current]
-    return Answer(200, [_label_json(call, repo, n) for n in current])
+    labels = [_label_json(call, repo, n) for n in current]
+    if number in repo.pulls:  # a pull request's JSON carries its labels
+        repo.pulls[number]["labels"] = labels
+    return Answer(200, labels)
 
 
 @handles("issues/list-labels-on-issue")
@@ -182,4 +185,7 @@ def _remove_label(state: FakeState, repo: RepoState, call: Call) -> Answer:
     if call.path_params["name"] not in current:
         return error(404, "Label does not exist")
     current.remove(call.path_params["name"])
-    return Answer(200, [_label_json(call, repo, n) for n in current])
+    labels = [_label_json(call, repo, n) for n in current]
+    if number in repo.pulls:
+        repo.pulls[number]["labels"] = labels
+    return Answer(200, labels)

@@ -45,8 +45,9 @@ ALTERNATIVES: dict[str, dict[str, Any]] = {
     "issues/add-labels": {"type": "array", "minItems": 1, "items": {"type": "string"}},
 }
 
-# A trailing {ref}, {path} or {branch} may hold slashes (`heads/feature/x`, `kb/metrics/gmv.yaml`).
-_GREEDY_PARAMS = {"ref", "path", "branch"}
+# A trailing {ref}, {path}, {branch} or {basehead} may hold slashes (`heads/feature/x`, `kb/metrics/gmv.yaml`,
+# `main...sqlcanary/repair/pr-1`).
+_GREEDY_PARAMS = {"ref", "path", "branch", "basehead"}
 
 
 def _pointer(*parts: str) -> str:

@@ -10,6 +10,7 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 
@@ -51,6 +52,7 @@ class RepoState:
     labels: dict[str, dict[str, Any]] = field(default_factory=dict)
     issue_labels: dict[int, list[str]] = field(default_factory=dict)
     next_number: int = 1
+    git_dir: Path | None = None  # the bare repository behind its git data (fake_github_git)
 
     @property
     def full_name(self) -> str:
@@ -65,6 +67,8 @@ def _user(login: str) -> dict[str, Any]:
 class FakeState:
     def __init__(self) -> None:
         self.repos: dict[str, RepoState] = {}
+        # commit author email -> login, for fake_github_git (noreply addresses map without an entry)
+        self.emails: dict[str, str] = {}
         self._ids = itertools.count(1000)
 
     def next_id(self) -> int:

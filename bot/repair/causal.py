@@ -1,0 +1,89 @@
+"""Which hunk broke it, in one call for a check: the KB changes of the diff, each regressed case's causal changes,
+and the verified partial revert (bot.repair.hunks, .attribution, .evaluator, .revert)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.cases.model import Suite
+from bot.causes import FileDiff
+from bot.config import Config
+from bot.db.provision import Server
+from bot.repair.attribution import Attribution, Status, attribute
+from bot.repair.evaluator import AgentLike, TreeEvaluator
+from bot.repair.hunks import ChangeSet, kb_changes
+from bot.repair.revert import RevertCandidate, partial_revert
+from bot.runner import RunOptions
+from bot.settings import Settings
+
+
+class _Idle:
+    """The evaluator when there is nothing to ask."""
+
+    agent_calls = 0
+
+    def evaluate(self, reverted: frozenset[int], ids: Sequence[str]) -> dict[str, Status]:
+        raise AssertionError("nothing is asked when the pull request changed no KB file")
+
+
+@dataclass(frozen=True)
+class CausalFindings:
+    changes: ChangeSet
+    attribution: Attribution
+    revert: RevertCandidate
+    agent_calls: int  # everything asked: attribution and verification
+    sandbox: str | None  # how the agent ran ("uid 61234"), None when no sandbox was needed or possible
+
+
+def find_causes(
+    diff: Sequence[FileDiff],
+    *,
+    config: Config,
+    base_root: Path,
+    head_root: Path,
+    suite: Suite,
+    server: Server,
+    settings: Settings,
+    head: Mapping[str, str],
+    regressed: Collection[str],
+    agent: AgentLike | None = None,
+    run_options: RunOptions | None = None,
+    base_pass_rate: float | None = None,
+    max_agent_calls: int | None = 200,
+) -> CausalFindings:
+    """Attribute each `regressed` case to the KB changes of `diff` that broke it and verify their partial revert
+    on the whole suite (`head`: {case id: status at the head} of every case). Both trees must still exist; the
+    agent runs on a copy of `head_root`, removed before this returns."""
+    changes = kb_changes(diff, config=config, base_root=base_root, head_root=head_root)
+    if not changes.changes or not regressed:  # nothing to revert, nothing to ask: no copy of the tree either
+        idle = _Idle()
+        attribution = attribute(regressed, changes, idle)
+        revert = partial_revert(
+            attribution, changes, idle, head=head, regressed=regressed, base_pass_rate=base_pass_rate
+        )
+        return CausalFindings(
+            changes=changes, attribution=attribution, revert=revert, agent_calls=0, sandbox=None
+        )
+    with TreeEvaluator(
+        root=head_root,
+        changes=changes,
+        config=config,
+        suite=suite,
+        server=server,
+        settings=settings,
+        agent=agent,
+        run_options=run_options,
+    ) as evaluator:
+        attribution = attribute(regressed, changes, evaluator, max_agent_calls=max_agent_calls)
+        revert = partial_revert(
+            attribution, changes, evaluator, head=head, regressed=regressed, base_pass_rate=base_pass_rate
+        )
+        return CausalFindings(
+            changes=changes,
+            attribution=attribution,
+            revert=revert,
+            agent_calls=evaluator.agent_calls,
+            sandbox=evaluator.isolation,
+        )
