@@ -47,15 +47,24 @@ class AnswerCache:
         if not isinstance(raw, dict) or raw.get("v") != ANSWER_CACHE_VERSION:
             return None
         used = raw.get("used") or []
-        answer = Answer(sql=raw.get("sql"), error=raw.get("error"), error_class=raw.get("error_class"),
-                        used=tuple(str(u) for u in used) if isinstance(used, list) else ())  # fmt: skip
+        answer = Answer(
+            sql=raw.get("sql"),
+            error=raw.get("error"),
+            error_class=raw.get("error_class"),
+            used=tuple(str(u) for u in used) if isinstance(used, list) else (),
+        )
         return answer if cacheable(answer) else None
 
     def put(self, key: str, answer: Answer) -> None:
         if not cacheable(answer):
             return
-        record = {"v": ANSWER_CACHE_VERSION, "sql": answer.sql, "used": list(answer.used),
-                  "error": answer.error, "error_class": answer.error_class}  # fmt: skip
+        record = {
+            "v": ANSWER_CACHE_VERSION,
+            "sql": answer.sql,
+            "used": list(answer.used),
+            "error": answer.error,
+            "error_class": answer.error_class,
+        }
         try:
             write_json_atomic(self._path(key), json.dumps(record) + "\n")
         except OSError:

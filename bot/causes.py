@@ -128,8 +128,15 @@ def parse_diff(text: str) -> tuple[FileDiff, ...]:
     def close_hunk() -> None:
         nonlocal head, body
         if head is not None:
-            hunks.append(Hunk(old_start=head[0], old_count=head[1], new_start=head[2], new_count=head[3],
-                              text=_cap(body)))  # fmt: skip
+            hunks.append(
+                Hunk(
+                    old_start=head[0],
+                    old_count=head[1],
+                    new_start=head[2],
+                    new_count=head[3],
+                    text=_cap(body),
+                )
+            )
         head, body = None, []
 
     def close_file() -> None:
@@ -164,9 +171,20 @@ def parse_diff(text: str) -> tuple[FileDiff, ...]:
 def added_file(path: str, text: str) -> FileDiff:
     """An untracked file of the working tree, as the diff of a new file (every line added)."""
     lines = text.splitlines()
-    return FileDiff(path=path, hunks=(
-        Hunk(old_start=0, old_count=0, new_start=1, new_count=len(lines), text=_cap([f"+{x}" for x in lines])),
-    ) if lines else ())  # fmt: skip
+    return FileDiff(
+        path=path,
+        hunks=(
+            Hunk(
+                old_start=0,
+                old_count=0,
+                new_start=1,
+                new_count=len(lines),
+                text=_cap([f"+{x}" for x in lines]),
+            ),
+        )
+        if lines
+        else (),
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -304,7 +322,12 @@ def explain_comparison(
     cases = comparison.cases
     if gold:
         cases = tuple(c.model_copy(update={"gold_sql": gold.get(c.id, c.gold_sql)}) for c in cases)
-    return comparison.model_copy(update={
-        "linked": True, "changed_files": tuple(f.path for f in diff), "causes": linked.causes,
-        "unexplained": linked.unexplained, "cases": cases,
-    })  # fmt: skip
+    return comparison.model_copy(
+        update={
+            "linked": True,
+            "changed_files": tuple(f.path for f in diff),
+            "causes": linked.causes,
+            "unexplained": linked.unexplained,
+            "cases": cases,
+        }
+    )

@@ -41,10 +41,25 @@ from bot.transitions import (
 
 # Callers import the per-case names (bot.transitions) and the gate's from here too.
 __all__ = [
-    "COMPARISON_SCHEMA_VERSION", "NO_BASELINE", "TRANSITIONS", "Baseline", "CaseChange", "Comparison",
-    "GateSettings", "RateDelta", "Transition", "Verdict", "classify_case", "compare_head_only",
-    "compare_runs", "edited_warning", "find_renames", "gate_reasons", "pair_cases", "rate_delta",
-]  # fmt: skip
+    "COMPARISON_SCHEMA_VERSION",
+    "NO_BASELINE",
+    "TRANSITIONS",
+    "Baseline",
+    "CaseChange",
+    "Comparison",
+    "GateSettings",
+    "RateDelta",
+    "Transition",
+    "Verdict",
+    "classify_case",
+    "compare_head_only",
+    "compare_runs",
+    "edited_warning",
+    "find_renames",
+    "gate_reasons",
+    "pair_cases",
+    "rate_delta",
+]
 
 # 2: `renamed` transition (CaseChange.renamed_from / outcome); head-only comparisons (baseline "none", base
 # None, baseline_reason). 3: cause linking (Comparison.causes / unexplained / linked / changed_files;
@@ -108,9 +123,13 @@ class Comparison(FrozenModel):
 
 
 def compare_runs(
-    base: RunResult, head: RunResult, *, gate: GateSettings = GateSettings(), force: bool = False,
+    base: RunResult,
+    head: RunResult,
+    *,
+    gate: GateSettings = GateSettings(),
+    force: bool = False,
     edited_against_base: dict[str, str] | None = None,
-) -> Comparison:  # fmt: skip
+) -> Comparison:
     """Pair the cases of two runs (by id, then renames by content), classify each change and decide the
     verdict under `gate`.
 
@@ -132,8 +151,10 @@ def compare_runs(
         warnings = [*(f"compared anyway (--force): {p}" for p in problems), *warnings]
         membership = selection(base.meta) == selection(head.meta)
         if not membership:
-            warnings.append(f"base ran {describe_selection(base.meta)}, head {describe_selection(head.meta)}: "
-                            "cases only one run holds are listed as new or removed, not judged")  # fmt: skip
+            warnings.append(
+                f"base ran {describe_selection(base.meta)}, head {describe_selection(head.meta)}: "
+                "cases only one run holds are listed as new or removed, not judged"
+            )
         reasons = gate_reasons(changes, overall, gate, judge_removed=membership)
         verdict = "regressions" if reasons else "pass"
     return Comparison(

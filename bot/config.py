@@ -108,8 +108,11 @@ def load_config(path: str | Path) -> Config:
     for reserved in ("base_dir", "config_file"):
         if reserved not in doc:
             continue
-        raise ConfigError(f"unknown key {reserved!r} (paths are relative to this file)", path=str(p),
-                          line=doc.line_of(reserved) if isinstance(doc, LineDict) else None)  # fmt: skip
+        raise ConfigError(
+            f"unknown key {reserved!r} (paths are relative to this file)",
+            path=str(p),
+            line=doc.line_of(reserved) if isinstance(doc, LineDict) else None,
+        )
     try:
         return Config(**doc, base_dir=str(p.parent.resolve()), config_file=str(p.resolve()))
     except ValidationError as exc:

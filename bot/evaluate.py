@@ -25,11 +25,48 @@ from bot.scoring.tcv import CheckOutcome, tcv_verdict
 # Statements refused early in a query case, with a clear reason (anything else goes to the server, which refuses
 # all but a single query anyway).
 NOT_QUERIES = {
-    "INSERT", "UPDATE", "DELETE", "MERGE", "TRUNCATE", "DROP", "CREATE", "ALTER", "COPY", "GRANT", "REVOKE", "SET",
-    "RESET", "COMMIT", "ROLLBACK", "BEGIN", "START", "END", "ABORT", "SAVEPOINT", "RELEASE", "VACUUM", "ANALYZE",
-    "CLUSTER", "REINDEX", "LOCK", "DO", "CALL", "PREPARE", "EXECUTE", "DEALLOCATE", "DISCARD", "LISTEN", "NOTIFY",
-    "LOAD", "COMMENT", "SECURITY", "REFRESH", "IMPORT", "CHECKPOINT", "REASSIGN",
-}  # fmt: skip
+    "INSERT",
+    "UPDATE",
+    "DELETE",
+    "MERGE",
+    "TRUNCATE",
+    "DROP",
+    "CREATE",
+    "ALTER",
+    "COPY",
+    "GRANT",
+    "REVOKE",
+    "SET",
+    "RESET",
+    "COMMIT",
+    "ROLLBACK",
+    "BEGIN",
+    "START",
+    "END",
+    "ABORT",
+    "SAVEPOINT",
+    "RELEASE",
+    "VACUUM",
+    "ANALYZE",
+    "CLUSTER",
+    "REINDEX",
+    "LOCK",
+    "DO",
+    "CALL",
+    "PREPARE",
+    "EXECUTE",
+    "DEALLOCATE",
+    "DISCARD",
+    "LISTEN",
+    "NOTIFY",
+    "LOAD",
+    "COMMENT",
+    "SECURITY",
+    "REFRESH",
+    "IMPORT",
+    "CHECKPOINT",
+    "REASSIGN",
+}
 ScratchFactory = Callable[[str], AbstractContextManager[Session]]
 
 
@@ -59,22 +96,43 @@ def _invalid(reason: str, verdicts: dict[str, Verdict] | None = None) -> Evaluat
 
 
 def _refused(scorer: str, exc: UnsafeSQL) -> Evaluation:
-    v = Verdict(scorer=scorer, match=False, kind="pred_refused", message=f"the prediction was refused: {exc}",
-                details={"error_class": exc.error_class})  # fmt: skip
-    return Evaluation(status="failed", verdicts={scorer: v}, deciding=scorer, reason=v.message,
-                      error_class=exc.error_class)  # fmt: skip
+    v = Verdict(
+        scorer=scorer,
+        match=False,
+        kind="pred_refused",
+        message=f"the prediction was refused: {exc}",
+        details={"error_class": exc.error_class},
+    )
+    return Evaluation(
+        status="failed", verdicts={scorer: v}, deciding=scorer, reason=v.message, error_class=exc.error_class
+    )
 
 
 def _from_verdict(scorer: str, verdicts: dict[str, Verdict], *, error_class: str | None = None) -> Evaluation:
     v = verdicts[scorer]
     if v.match is True:
-        return Evaluation(status="passed", verdicts=verdicts, deciding=scorer, reason="",
-                          alternative=v.details.get("alternative"))  # fmt: skip
+        return Evaluation(
+            status="passed",
+            verdicts=verdicts,
+            deciding=scorer,
+            reason="",
+            alternative=v.details.get("alternative"),
+        )
     if v.match is None:
-        return Evaluation(status="invalid", verdicts=verdicts, deciding=scorer, reason=v.message,
-                          error_class=error_class or v.kind)  # fmt: skip
-    return Evaluation(status="failed", verdicts=verdicts, deciding=scorer, reason=v.message,
-                      error_class=error_class or v.details.get("error_class"))  # fmt: skip
+        return Evaluation(
+            status="invalid",
+            verdicts=verdicts,
+            deciding=scorer,
+            reason=v.message,
+            error_class=error_class or v.kind,
+        )
+    return Evaluation(
+        status="failed",
+        verdicts=verdicts,
+        deciding=scorer,
+        reason=v.message,
+        error_class=error_class or v.details.get("error_class"),
+    )
 
 
 _LEAD = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/|\()*(\w*)", re.S)
@@ -87,8 +145,9 @@ def _query_text(pred_sql: str) -> str:
     if not lead:
         raise UnsafeSQL("the prediction is empty", error_class="empty")
     if lead in NOT_QUERIES:
-        raise UnsafeSQL(f"a query case takes one SELECT; the prediction is a {lead} statement",
-                        error_class="not_a_query")  # fmt: skip
+        raise UnsafeSQL(
+            f"a query case takes one SELECT; the prediction is a {lead} statement", error_class="not_a_query"
+        )
     return pred_sql
 
 
@@ -154,12 +213,23 @@ def _compare_alternatives(
         if pred is None:
             pred = session.fetch(pred_text, untrusted=True)
             if not pred.ok:
-                return {"execution": error_verdict("execution", error=pred.error or "",
-                                                   error_class=pred.error_class)}, pred  # fmt: skip
+                return {
+                    "execution": error_verdict(
+                        "execution", error=pred.error or "", error_class=pred.error_class
+                    )
+                }, pred
         assert gold.result is not None and pred.result is not None
         order = _order_check(session, gold_sql, gold.result.rows, gold.result.columns, options)
-        verdict = judge_results(gold.result, pred.result, options=options, gold_sql=gold_sql,
-                                question=case.question, pred_sql=pred_text, order=order, alternative=idx)  # fmt: skip
+        verdict = judge_results(
+            gold.result,
+            pred.result,
+            options=options,
+            gold_sql=gold_sql,
+            question=case.question,
+            pred_sql=pred_text,
+            order=order,
+            alternative=idx,
+        )
         if verdict.match:
             return {"execution": verdict}, pred
         first = first or verdict
@@ -285,15 +355,17 @@ def _evaluate_write_in_scratch(case: Case, stmts: list[str], scratch: ScratchFac
     except _NeedsScratch as exc:
         return _invalid(f"cannot run in a scratch database either: {exc}")
     if fail is not None:
-        return _from_verdict("tcv", {"tcv": error_verdict("tcv", error=fail.error or "",
-                                                          error_class=fail.error_class)})  # fmt: skip
+        return _from_verdict(
+            "tcv", {"tcv": error_verdict("tcv", error=fail.error or "", error_class=fail.error_class)}
+        )
     v = tcv_verdict(pred_checks, gold=gold_checks)
     v = v.model_copy(update={"flags": (*v.flags, "scratch_database")})
     return _from_verdict("tcv", {"tcv": v})
 
 
-def evaluate_efficiency(case: Case, pred_sql: str, session: Session, *, options: CompareOptions,
-                        scratch: ScratchFactory | None) -> Evaluation:  # fmt: skip
+def evaluate_efficiency(
+    case: Case, pred_sql: str, session: Session, *, options: CompareOptions, scratch: ScratchFactory | None
+) -> Evaluation:
     eff = case.efficiency
     assert eff is not None
     if eff.explain_sql:
@@ -303,8 +375,15 @@ def evaluate_efficiency(case: Case, pred_sql: str, session: Session, *, options:
         return ev
     execution = ev.verdicts["execution"]
     if execution.kind in ("pred_error", "pred_refused"):
-        v = qep_verdict(results_match=False, pred_cost=None, reference_cost=None, threshold=eff.threshold,
-                        strictly_cheaper=False, reference="", error=execution.message)  # fmt: skip
+        v = qep_verdict(
+            results_match=False,
+            pred_cost=None,
+            reference_cost=None,
+            threshold=eff.threshold,
+            strictly_cheaper=False,
+            reference="",
+            error=execution.message,
+        )
         return _from_verdict("qep", {"qep": v, "execution": execution}, error_class=ev.error_class)
     ref_sql = eff.reference_sql or case.gold_sql[0]
     session.begin(read_only=True)
@@ -315,9 +394,15 @@ def evaluate_efficiency(case: Case, pred_sql: str, session: Session, *, options:
         session.rollback()
     if rerr:
         return _invalid(f"the reference query cannot be explained: {rerr}", {"execution": execution})
-    v = qep_verdict(results_match=execution.match, pred_cost=pred_cost, reference_cost=ref_cost,
-                    threshold=eff.threshold, strictly_cheaper=eff.reference_sql is not None,
-                    reference="the slow query" if eff.reference_sql else "the gold", error=perr)  # fmt: skip
+    v = qep_verdict(
+        results_match=execution.match,
+        pred_cost=pred_cost,
+        reference_cost=ref_cost,
+        threshold=eff.threshold,
+        strictly_cheaper=eff.reference_sql is not None,
+        reference="the slow query" if eff.reference_sql else "the gold",
+        error=perr,
+    )
     return _from_verdict("qep", {"qep": v, "execution": execution})
 
 
@@ -335,9 +420,15 @@ def _evaluate_index(case: Case, pred_sql: str, session: Session) -> Evaluation:
             return _invalid(f"efficiency.explain_sql cannot be explained: {err}")
         fail = _run_statements(session, stmts, untrusted=True)
         if fail is not None:
-            v = qep_verdict(results_match=None, pred_cost=None, reference_cost=before, threshold=eff.threshold,
-                            strictly_cheaper=True, reference="the plan before", error=f"the prediction failed: "
-                            f"{fail.error}")  # fmt: skip
+            v = qep_verdict(
+                results_match=None,
+                pred_cost=None,
+                reference_cost=before,
+                threshold=eff.threshold,
+                strictly_cheaper=True,
+                reference="the plan before",
+                error=f"the prediction failed: {fail.error}",
+            )
             return _from_verdict("qep", {"qep": v}, error_class=fail.error_class)
         after, err = session.explain_cost(eff.explain_sql, untrusted=False)
         checks = _run_checks(session, case) if case.checks else []
@@ -346,9 +437,17 @@ def _evaluate_index(case: Case, pred_sql: str, session: Session) -> Evaluation:
     finally:
         session.rollback()
         session.restore_sequences()
-    verdicts = {"qep": qep_verdict(results_match=None, pred_cost=after, reference_cost=before,
-                                   threshold=eff.threshold, strictly_cheaper=True,
-                                   reference="the plan before the change", error=err)}  # fmt: skip
+    verdicts = {
+        "qep": qep_verdict(
+            results_match=None,
+            pred_cost=after,
+            reference_cost=before,
+            threshold=eff.threshold,
+            strictly_cheaper=True,
+            reference="the plan before the change",
+            error=err,
+        )
+    }
     if checks:
         verdicts["tcv"] = tcv_verdict(checks, gold=None)
         if verdicts["tcv"].match is False:
@@ -356,8 +455,14 @@ def _evaluate_index(case: Case, pred_sql: str, session: Session) -> Evaluation:
     return _from_verdict("qep", verdicts)
 
 
-def evaluate_case(case: Case, pred_sql: str, session: Session, *, options: CompareOptions,
-                  scratch: ScratchFactory | None = None) -> Evaluation:  # fmt: skip
+def evaluate_case(
+    case: Case,
+    pred_sql: str,
+    session: Session,
+    *,
+    options: CompareOptions,
+    scratch: ScratchFactory | None = None,
+) -> Evaluation:
     if case.category == "management":
         return evaluate_write(case, pred_sql, session, scratch=scratch)
     if case.category == "efficiency":

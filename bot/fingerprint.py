@@ -25,8 +25,24 @@ MAX_CODE_FILES = 2000  # *.py files hashed under an agent's folder, at most (in 
 MAX_TREE_FILES = 20000  # outside git: files hashed under the config folder before the answer cache gives up
 # sqlcanary's own output and caches: never an agent's input (a run must not change the next run's fingerprint)
 _OUTPUT_DIRS = frozenset({"sqlcanary-results", ".sqlcanary"})
-_SKIP_DIRS = frozenset({"__pycache__", ".git", ".hg", ".venv", "venv", "node_modules", ".tox", ".mypy_cache",
-                        ".pytest_cache", ".ruff_cache", "site-packages", "dist-packages", "build", "dist"})  # fmt: skip
+_SKIP_DIRS = frozenset(
+    {
+        "__pycache__",
+        ".git",
+        ".hg",
+        ".venv",
+        "venv",
+        "node_modules",
+        ".tox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        "site-packages",
+        "dist-packages",
+        "build",
+        "dist",
+    }
+)
 # Agents whose answers are fixed by their spec (and a file): nothing to cache, nothing to ask again.
 FIXED_AGENTS = ("gold", "predictions", "run")
 # Agents with a cache of their own, keyed by everything they send (the llm agent: model, prompt with KB and schema):
@@ -169,7 +185,9 @@ def agent_fingerprint(
     else:  # another kind (`llm[:CONFIG]`): the files its argument names, else the config beside it
         code = _command_files(arg, base) if arg else _config_files(base)
     env = environ or {}  # Settings.environ: only the names `inputs.env` lists are looked at
-    values = {name: hashlib.sha256(env[name].encode()).hexdigest() if name in env else None for name in inputs.env}
+    values = {
+        name: hashlib.sha256(env[name].encode()).hexdigest() if name in env else None for name in inputs.env
+    }
     salt = f"{header}\0kb:{kb_fp}\0env:{json.dumps(values, sort_keys=True)}"
     if inputs.globs is not None:
         return hash_named_files([*code, *_globbed(base, inputs.globs)], salt=salt)

@@ -21,8 +21,10 @@ if TYPE_CHECKING:
 GATE_FIELDS: tuple[str, ...] = tuple(GateSettings.model_fields)
 _EXIT = {"pass": EXIT_OK, "regressions": EXIT_GATE, "incomparable": EXIT_BAD_INPUT}
 _CONCLUSION: dict[str, Literal["success", "failure", "neutral"]] = {
-    "pass": "success", "regressions": "failure", "incomparable": "neutral",
-}  # fmt: skip
+    "pass": "success",
+    "regressions": "failure",
+    "incomparable": "neutral",
+}
 
 
 def resolve_gate(config_gate: GateSettings | None, overrides: Mapping[str, Any]) -> GateSettings:
@@ -73,28 +75,38 @@ def gate_reasons(
     reasons = []
     regressed = [c for c in changes if c.judged == "regressed"]
     if len(regressed) > gate.max_regressions:
-        reasons.append(f"{len(regressed)} case(s) regressed, more than the {gate.max_regressions} allowed: "
-                       f"{_ids(regressed)}")  # fmt: skip
+        reasons.append(
+            f"{len(regressed)} case(s) regressed, more than the {gate.max_regressions} allowed: "
+            f"{_ids(regressed)}"
+        )
     broke = [c for c in changes if c.judged == "became_invalid" and c.base_status == "passed"]
     if broke and not gate.allow_invalid:
-        reasons.append(f"{len(broke)} case(s) passed on base and are invalid on head (the gold SQL or the fixture "
-                       f"broke): {_ids(broke)}; set gate.allow_invalid: true (or --allow-invalid) to accept that")  # fmt: skip
+        reasons.append(
+            f"{len(broke)} case(s) passed on base and are invalid on head (the gold SQL or the fixture "
+            f"broke): {_ids(broke)}; set gate.allow_invalid: true (or --allow-invalid) to accept that"
+        )
     removed = [c for c in changes if c.transition == "removed"]
     if removed and judge_removed and not gate.allow_removed:
-        reasons.append(f"{len(removed)} case(s) removed, and a deleted case cannot fail: {_ids(removed)}; "
-                       "set gate.allow_removed: true (or --allow-removed) to accept removals")  # fmt: skip
+        reasons.append(
+            f"{len(removed)} case(s) removed, and a deleted case cannot fail: {_ids(removed)}; "
+            "set gate.allow_removed: true (or --allow-removed) to accept removals"
+        )
     hidden = [c for c in changes if fails_base_version(c) and c.judged != "regressed"]
     if hidden and not gate.allow_edited:
-        reasons.append(f"{len(hidden)} edited case(s) passed on base, and the head's answer fails the base's version "
-                       f"of the case (it passes only the head's new version): {_ids(hidden)}; set "
-                       "gate.allow_edited: true (or --allow-edited) to accept the edit")  # fmt: skip
+        reasons.append(
+            f"{len(hidden)} edited case(s) passed on base, and the head's answer fails the base's version "
+            f"of the case (it passes only the head's new version): {_ids(hidden)}; set "
+            "gate.allow_edited: true (or --allow-edited) to accept the edit"
+        )
     reasons += pass_rate_floor(overall.head_rate, gate)
     head_rate, base_rate = overall.head_rate, overall.base_rate
     if gate.max_pass_rate_drop is not None and head_rate is not None and base_rate is not None:
         drop = base_rate - head_rate
         if drop > gate.max_pass_rate_drop + _EPS:
-            reasons.append(f"pass rate dropped {drop * 100:.1f} points ({_pct(base_rate)} → {_pct(head_rate)}), "
-                           f"more than the {gate.max_pass_rate_drop * 100:.1f} allowed")  # fmt: skip
+            reasons.append(
+                f"pass rate dropped {drop * 100:.1f} points ({_pct(base_rate)} → {_pct(head_rate)}), "
+                f"more than the {gate.max_pass_rate_drop * 100:.1f} allowed"
+            )
     return reasons
 
 
@@ -102,8 +114,10 @@ def pass_rate_floor(head_rate: float | None, gate: GateSettings) -> list[str]:
     if gate.min_pass_rate is None:
         return []
     if head_rate is None:
-        return [f"the head run has no decidable case, so it cannot reach the minimum pass rate "
-                f"{_pct(gate.min_pass_rate)}"]  # fmt: skip
+        return [
+            f"the head run has no decidable case, so it cannot reach the minimum pass rate "
+            f"{_pct(gate.min_pass_rate)}"
+        ]
     if head_rate < gate.min_pass_rate - _EPS:
         return [f"head pass rate {_pct(head_rate)} is below the minimum {_pct(gate.min_pass_rate)}"]
     return []

@@ -22,9 +22,13 @@ def _git(
 ) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(
-            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+            ["git", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
             **({"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}),
-        )  # fmt: skip
+        )
     except FileNotFoundError as exc:
         raise ConfigError("git is not installed (sqlcanary check needs it)") from exc
     except subprocess.TimeoutExpired as exc:
@@ -43,8 +47,14 @@ def git_sha(cwd: Path) -> str | None:
 def repo_root(path: Path) -> Path | None:
     """The root of the repository holding `path`, or None outside one (a plain folder is no error here)."""
     try:
-        out = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=path, capture_output=True, text=True,
-                             timeout=10, stdin=subprocess.DEVNULL)  # fmt: skip
+        out = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"],
+            cwd=path,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return Path(out.stdout.strip()).resolve() if out.returncode == 0 and out.stdout.strip() else None

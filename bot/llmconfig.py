@@ -77,7 +77,11 @@ class LLMSettings(FrozenModel):
     def cold_timeout_s(self) -> float:
         if self.first_timeout_s is not None:
             return max(self.first_timeout_s, self.request_timeout_s)
-        return max(LOCAL_FIRST_TIMEOUT_S, self.request_timeout_s) if is_local(self.base_url) else self.request_timeout_s
+        return (
+            max(LOCAL_FIRST_TIMEOUT_S, self.request_timeout_s)
+            if is_local(self.base_url)
+            else self.request_timeout_s
+        )
 
     @property
     def concurrency(self) -> int | None:

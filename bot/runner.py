@@ -104,20 +104,40 @@ def _case_result(
     eval_s: float,
     answer_key: str | None,
 ) -> CaseResult:
-    prediction = Prediction(sql=answer.sql, error=answer.error, error_class=answer.error_class, stderr=answer.stderr,
-                            used=answer.used, duration_s=round(answer.duration_s or agent_s, 6),
-                            alternative=ev.alternative if ev else None)  # fmt: skip
+    prediction = Prediction(
+        sql=answer.sql,
+        error=answer.error,
+        error_class=answer.error_class,
+        stderr=answer.stderr,
+        used=answer.used,
+        duration_s=round(answer.duration_s or agent_s, 6),
+        alternative=ev.alternative if ev else None,
+    )
     timings = {"agent_s": round(agent_s, 6), "eval_s": round(eval_s, 6)}
-    base: dict[str, Any] = dict(id=case.id, category=case.category, tags=case.tags, db=case.db,
-                                question=case.question, prediction=prediction, timings=timings,
-                                source=case.source, answer_key=answer_key,
-                                case_hash=case_content_hash(case))  # fmt: skip
+    base: dict[str, Any] = dict(
+        id=case.id,
+        category=case.category,
+        tags=case.tags,
+        db=case.db,
+        question=case.question,
+        prediction=prediction,
+        timings=timings,
+        source=case.source,
+        answer_key=answer_key,
+        case_hash=case_content_hash(case),
+    )
     if ev is None:
         return CaseResult(
             status="errored", reason=f"agent: {answer.error}", error_class=answer.error_class, **base
         )
-    return CaseResult(status=ev.status, verdicts=ev.verdicts, deciding_scorer=ev.deciding, reason=ev.reason,
-                      error_class=ev.error_class, **base)  # fmt: skip
+    return CaseResult(
+        status=ev.status,
+        verdicts=ev.verdicts,
+        deciding_scorer=ev.deciding,
+        reason=ev.reason,
+        error_class=ev.error_class,
+        **base,
+    )
 
 
 # Which outcome is worse, for ties between attempts.
@@ -130,8 +150,10 @@ def combine_attempts(tries: list[CaseResult]) -> CaseResult:
     counts = Counter(t.status for t in tries)
     status = max(counts, key=lambda s: (counts[s], _SEVERITY[s]))
     chosen = next(t for t in tries if t.status == status)
-    attempts = tuple(Attempt(status=t.status, sql=t.prediction.sql, reason=t.reason, error_class=t.error_class)
-                     for t in tries)  # fmt: skip
+    attempts = tuple(
+        Attempt(status=t.status, sql=t.prediction.sql, reason=t.reason, error_class=t.error_class)
+        for t in tries
+    )
     return chosen.model_copy(update={"attempts": attempts})
 
 
@@ -139,14 +161,26 @@ def _combine_alternatives(evs: list[Evaluation]) -> Evaluation:
     """`gold:all`: every alternative must pass; the first that does not is the reason."""
     for i, ev in enumerate(evs):
         if ev.status != "passed":
-            return Evaluation(status=ev.status, verdicts=ev.verdicts, deciding=ev.deciding,
-                              reason=f"gold alternative #{i + 1}: {ev.reason}", error_class=ev.error_class,
-                              alternative=i)  # fmt: skip
+            return Evaluation(
+                status=ev.status,
+                verdicts=ev.verdicts,
+                deciding=ev.deciding,
+                reason=f"gold alternative #{i + 1}: {ev.reason}",
+                error_class=ev.error_class,
+                alternative=i,
+            )
     return evs[0]
 
 
-def _evaluate(case: Case, answer: Answer, session: Session, options: CompareOptions, scratch, opts: RunOptions,
-              schemas: dict) -> Evaluation:  # fmt: skip
+def _evaluate(
+    case: Case,
+    answer: Answer,
+    session: Session,
+    options: CompareOptions,
+    scratch,
+    opts: RunOptions,
+    schemas: dict,
+) -> Evaluation:
     sqls = answer.alternatives or (answer.sql or "",)
     try:
         evs = [evaluate_case(case, s, session, options=options, scratch=scratch) for s in sqls]
@@ -157,12 +191,24 @@ def _evaluate(case: Case, answer: Answer, session: Session, options: CompareOpti
     if ev.status == "failed" or (opts.structural and ev.status == "passed"):
         sv = _structural(case, answer.sql, session, schemas)
         if sv is not None:
-            ev = Evaluation(status=ev.status, verdicts={**ev.verdicts, "structural": sv}, deciding=ev.deciding,
-                            reason=ev.reason, error_class=ev.error_class, alternative=ev.alternative)  # fmt: skip
+            ev = Evaluation(
+                status=ev.status,
+                verdicts={**ev.verdicts, "structural": sv},
+                deciding=ev.deciding,
+                reason=ev.reason,
+                error_class=ev.error_class,
+                alternative=ev.alternative,
+            )
     if opts.judge is not None and ev.status == "failed" and answer.sql and case.gold_sql:
         jv = opts.judge(case, answer.sql)
-        ev = Evaluation(status=ev.status, verdicts={**ev.verdicts, "llm_judge": jv}, deciding=ev.deciding,
-                        reason=ev.reason, error_class=ev.error_class, alternative=ev.alternative)  # fmt: skip
+        ev = Evaluation(
+            status=ev.status,
+            verdicts={**ev.verdicts, "llm_judge": jv},
+            deciding=ev.deciding,
+            reason=ev.reason,
+            error_class=ev.error_class,
+            alternative=ev.alternative,
+        )
     return ev
 
 
@@ -218,15 +264,30 @@ def run_suite(
 
     def make(complete: bool) -> RunResult:
         done = [results[i] for i in sorted(results)]
-        meta = RunMeta(suite=suite.name, suite_hash=suite.content_hash, suite_path=str(suite.location),
-                       fixtures=dict(fingerprints),
-                       server_version=server.version, sqlcanary_version=version,
-                       evaluator_version=EVALUATOR_VERSION, preset=opts.preset or "sqlcanary", agent=agent.name,
-                       git_sha=sha, started_at=started_at,
-                       duration_s=round(time.perf_counter() - t0, 3), jobs=opts.jobs, filters=opts.filters,
-                       complete=complete, repeats=opts.repeats, shard=opts.shard,
-                       agent_fingerprint=opts.agent_fingerprint, kb_fingerprint=opts.kb_fingerprint,
-                       agent_calls=source.calls, cache_hits=source.hits, sandbox=opts.sandbox)  # fmt: skip
+        meta = RunMeta(
+            suite=suite.name,
+            suite_hash=suite.content_hash,
+            suite_path=str(suite.location),
+            fixtures=dict(fingerprints),
+            server_version=server.version,
+            sqlcanary_version=version,
+            evaluator_version=EVALUATOR_VERSION,
+            preset=opts.preset or "sqlcanary",
+            agent=agent.name,
+            git_sha=sha,
+            started_at=started_at,
+            duration_s=round(time.perf_counter() - t0, 3),
+            jobs=opts.jobs,
+            filters=opts.filters,
+            complete=complete,
+            repeats=opts.repeats,
+            shard=opts.shard,
+            agent_fingerprint=opts.agent_fingerprint,
+            kb_fingerprint=opts.kb_fingerprint,
+            agent_calls=source.calls,
+            cache_hits=source.hits,
+            sandbox=opts.sandbox,
+        )
         return RunResult(meta=meta, summary=summarize(done), cases=tuple(done))
 
     saver = _Saver(opts.out, make)
@@ -249,8 +310,13 @@ def run_suite(
                 detail = traceback.format_exc(limit=-3)
                 print(f"sqlcanary: internal error on case {case.id}:\n{detail}", file=sys.stderr)
                 workers.session(case.db).reset()  # whatever state the bug left the connection in
-                return Evaluation(status="errored", verdicts={}, deciding=None, error_class="internal_error",
-                                  reason=f"internal error (a bug in sqlcanary): {type(exc).__name__}: {exc}")  # fmt: skip
+                return Evaluation(
+                    status="errored",
+                    verdicts={},
+                    deciding=None,
+                    error_class="internal_error",
+                    reason=f"internal error (a bug in sqlcanary): {type(exc).__name__}: {exc}",
+                )
 
         def attempt(case: Case, k: int, memo: dict) -> CaseResult:
             a0 = time.perf_counter()
@@ -259,8 +325,9 @@ def run_suite(
             e0 = time.perf_counter()
             same = (answer.sql, answer.alternatives)  # attempts with the same SQL are judged once
             ev = memo[same] if same in memo else memo.setdefault(same, judge(case, answer))
-            return _case_result(case, answer, ev, agent_s=agent_s, eval_s=time.perf_counter() - e0,
-                                answer_key=key)  # fmt: skip
+            return _case_result(
+                case, answer, ev, agent_s=agent_s, eval_s=time.perf_counter() - e0, answer_key=key
+            )
 
         def one(index: int, case: Case) -> None:
             memo: dict = {}

@@ -30,9 +30,18 @@ Transition = Literal[
     "flaky",  # attempts disagree and the difference is not significant: labelled, never failed
 ]
 TRANSITIONS: tuple[str, ...] = (
-    "regressed", "fixed", "flaky", "became_invalid", "error_changed", "renamed", "new", "removed",
-    "became_valid", "still_failing", "still_passing",
-)  # fmt: skip
+    "regressed",
+    "fixed",
+    "flaky",
+    "became_invalid",
+    "error_changed",
+    "renamed",
+    "new",
+    "removed",
+    "became_valid",
+    "still_failing",
+    "still_passing",
+)
 
 
 class CaseChange(FrozenModel):
@@ -81,9 +90,12 @@ def _order(change: CaseChange) -> tuple[int, int, str]:
 
 
 def pair_cases(
-    base: RunResult, head: RunResult, *, gate: GateSettings = GateSettings(),
+    base: RunResult,
+    head: RunResult,
+    *,
+    gate: GateSettings = GateSettings(),
     against_base: dict[str, str] | None = None,
-) -> list[CaseChange]:  # fmt: skip
+) -> list[CaseChange]:
     """Every case's change, in report order: pairs by id, then the removed and new cases that are renames.
     `against_base`: {id: status} of the head's answers to edited cases judged by the base's version."""
     base_cases, head_cases = _by_id(base, "base"), _by_id(head, "head")
@@ -96,7 +108,9 @@ def pair_cases(
         elif i not in renamed_base:
             change = classify_case(base_cases.get(i), head_cases.get(i), gate=gate)
             if _edited(base_cases.get(i), head_cases.get(i)):
-                change = change.model_copy(update={"edited": True, "against_base": (against_base or {}).get(i)})
+                change = change.model_copy(
+                    update={"edited": True, "against_base": (against_base or {}).get(i)}
+                )
             changes.append(change)
     changes.sort(key=_order)
     return changes
@@ -128,11 +142,15 @@ def edited_warning(changes: list[CaseChange]) -> list[str]:
     shown = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
     judged = [c for c in changes if c.edited and c.against_base is not None]
     also = (
-        f"; the head's answers were also judged by the base's version ({_judgements(judged)})" if judged else ""
+        f"; the head's answers were also judged by the base's version ({_judgements(judged)})"
+        if judged
+        else ""
     )
-    return [f"{len(ids)} case(s) edited by this change (question, database, gold SQL or category): {shown}. Each "
-            "side was judged by its own version, so review that the new gold still asks what the old one did"
-            + also]  # fmt: skip
+    return [
+        f"{len(ids)} case(s) edited by this change (question, database, gold SQL or category): {shown}. Each "
+        "side was judged by its own version, so review that the new gold still asks what the old one did"
+        + also
+    ]
 
 
 def _judgements(changes: list[CaseChange]) -> str:
@@ -142,8 +160,12 @@ def _judgements(changes: list[CaseChange]) -> str:
 
 def fails_base_version(change: CaseChange) -> bool:
     """An edited case that passed on base whose head answer fails the base's version of the case."""
-    return (change.edited and change.base_status == "passed" and change.against_base is not None
-            and change.against_base != "passed")  # fmt: skip
+    return (
+        change.edited
+        and change.base_status == "passed"
+        and change.against_base is not None
+        and change.against_base != "passed"
+    )
 
 
 def _renamed(base: CaseResult, head: CaseResult, gate: GateSettings) -> CaseChange:

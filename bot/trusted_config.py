@@ -23,9 +23,22 @@ from bot.llmconfig import LLMSettings
 # Settings that decide where data and secrets go; the rest of the base-only settings decide the verdict.
 _ROUTING = ("dsn", "postgres", "llm", "agent.env")
 _BASE_ONLY = (
-    "suite", "dsn", "postgres", "jobs", "statement_timeout", "row_cap", "preset", "out", "kb", "llm", "cache",
-    "gate", "agent.inputs", "agent.env", "agent.remote",
-)  # fmt: skip
+    "suite",
+    "dsn",
+    "postgres",
+    "jobs",
+    "statement_timeout",
+    "row_cap",
+    "preset",
+    "out",
+    "kb",
+    "llm",
+    "cache",
+    "gate",
+    "agent.inputs",
+    "agent.env",
+    "agent.remote",
+)
 _HEAD_AGENT = ("spec", "timeout", "persistent", "options")
 
 
@@ -61,8 +74,10 @@ def _head_agent(head: Config, base: Config, notes: list[str]) -> AgentConfig | N
     spec = str(kept["spec"])
     kind, _, arg = spec.partition(":")
     if kind.strip() == "llm" and arg.strip():
-        notes.append(f"the head's agent `{spec}` is run as `llm`: its `llm:` settings come from the base's config "
-                     f"({_why('llm')})")  # fmt: skip
+        notes.append(
+            f"the head's agent `{spec}` is run as `llm`: its `llm:` settings come from the base's config "
+            f"({_why('llm')})"
+        )
         kept["spec"] = "llm"
     if kind.strip() == "llm" and "config" in kept["options"]:
         notes.append(f"the head's `agent.options.config` is ignored ({_why('llm')})")
@@ -85,8 +100,10 @@ def head_config(head: Config, base: Config, *, base_dir: str) -> tuple[Config, t
         if name == "dsn":  # a DSN may hold a password: named, never shown
             notes.append(f"the head's `dsn` is ignored; the base's config or the inputs decide: {_why(name)}")
             continue
-        notes.append(f"the head's `{name}: {_shown(mine)}` is ignored; the base's config decides "
-                     f"(`{_shown(theirs)}`): {_why(name)}")  # fmt: skip
+        notes.append(
+            f"the head's `{name}: {_shown(mine)}` is ignored; the base's config decides "
+            f"(`{_shown(theirs)}`): {_why(name)}"
+        )
     resolved = base.model_copy(update={"agent": agent, "base_dir": base_dir, "config_file": head.config_file})
     return resolved, tuple(notes)
 
@@ -101,7 +118,9 @@ def head_config_alone(head: Config) -> tuple[Config, tuple[str, ...]]:
             notes.append(f"the head's `{name}` is ignored: {_why(name)} (the base commit has no config yet)")
             update[name] = default
     if head.agent is not None and head.agent.env:
-        notes.append(f"the head's `agent.env` is ignored: {_why('agent.env')} (the base commit has no config yet)")
+        notes.append(
+            f"the head's `agent.env` is ignored: {_why('agent.env')} (the base commit has no config yet)"
+        )
         update["agent"] = head.agent.model_copy(update={"env": ()})
     if head.agent is not None and head.agent.spec.partition(":")[0].strip() == "llm":
         agent = update.get("agent", head.agent)

@@ -43,19 +43,22 @@ REPEAT_CASES = ("shop-commerce-gmv-id-q3", "shop-traffic-dau-id-nov", "shop-ads-
 def snapshot(ref: str, dest: Path) -> Path:
     """`git archive REF bot templates` into dest: the product as committed, whatever the work tree holds."""
     dest.mkdir(parents=True)
-    archive = subprocess.run(["git", "archive", ref, "bot", "templates"], cwd=REPO, capture_output=True,
-                             check=True)  # fmt: skip
+    archive = subprocess.run(
+        ["git", "archive", ref, "bot", "templates"], cwd=REPO, capture_output=True, check=True
+    )
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
     return dest
 
 
 def product_state(ref: str | None) -> str:
-    head = subprocess.run(["git", "log", "-1", "--format=%h %s", ref or "HEAD"], cwd=REPO, capture_output=True,
-                          text=True).stdout.strip()  # fmt: skip
+    head = subprocess.run(
+        ["git", "log", "-1", "--format=%h %s", ref or "HEAD"], cwd=REPO, capture_output=True, text=True
+    ).stdout.strip()
     if ref:
         return f"snapshot of {head[:120]}"
-    dirty = subprocess.run(["git", "status", "--porcelain", "--", "bot", "templates"], cwd=REPO,
-                           capture_output=True, text=True).stdout.split("\n")  # fmt: skip
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--", "bot", "templates"], cwd=REPO, capture_output=True, text=True
+    ).stdout.split("\n")
     n = sum(1 for line in dirty if line.strip())
     return f"work tree at {head[:120]}" + (f" + {n} uncommitted file(s) under bot/, templates/" if n else "")
 
@@ -87,14 +90,29 @@ def agent_phase(base: Path, sq: Sqlcanary, srv, out: Path, which: str) -> dict[s
     seconds, after = time.monotonic() - start, metrics(srv)
     llm = run_json(out / "llm.json")
     ref_on = {c["id"]: c["status"] for c in ref.get("cases", []) if c["id"] in chosen}
-    return {"subset": which, "ids": chosen, "reference_exit": code, "reference_seconds": secs,
-            "reference": ref.get("summary", {}), "reference_on_subset": sum(s == "passed" for s in ref_on.values()),
-            "llm_exit": llm_code, "llm": llm.get("summary", {}), "llm_seconds": seconds,
-            "llm_meta": {k: v for k, v in llm.get("meta", {}).items() if "llm" in k or k in ("agent_calls",)},
-            "server": report.delta(before, after),
-            "cases": [{"id": c["id"], "category": c.get("category"), "status": c["status"],
-                       "reason": (c.get("reason") or "")[:300], "sql": (c.get("prediction") or {}).get("sql")}
-                      for c in llm.get("cases", [])]}  # fmt: skip
+    return {
+        "subset": which,
+        "ids": chosen,
+        "reference_exit": code,
+        "reference_seconds": secs,
+        "reference": ref.get("summary", {}),
+        "reference_on_subset": sum(s == "passed" for s in ref_on.values()),
+        "llm_exit": llm_code,
+        "llm": llm.get("summary", {}),
+        "llm_seconds": seconds,
+        "llm_meta": {k: v for k, v in llm.get("meta", {}).items() if "llm" in k or k in ("agent_calls",)},
+        "server": report.delta(before, after),
+        "cases": [
+            {
+                "id": c["id"],
+                "category": c.get("category"),
+                "status": c["status"],
+                "reason": (c.get("reason") or "")[:300],
+                "sql": (c.get("prediction") or {}).get("sql"),
+            }
+            for c in llm.get("cases", [])
+        ],
+    }
 
 
 def repeat_phase(base: Path, sq: Sqlcanary, srv, out: Path, cases: list[str]) -> dict[str, Any]:
@@ -104,17 +122,44 @@ def repeat_phase(base: Path, sq: Sqlcanary, srv, out: Path, cases: list[str]) ->
     t07 = cfg.replace("llm:\n", "llm:\n  temperature: 0.7\n", 1).replace("cache: false", "cache: true")
     (base / "sqlcanary-t07.yml").write_text(t07, "utf-8")
     before, start = metrics(srv), time.monotonic()
-    code, _, _ = sq(base, "run", "--config", "sqlcanary-t07.yml", "--agent", "llm:sqlcanary-t07.yml",
-                    "--agent-timeout", "1800", "--jobs", "1", "--repeat", "3", "--out", str(out / "repeat.json"),
-                    "-q", *(a for i in cases for a in ("--id", i)))  # fmt: skip
+    code, _, _ = sq(
+        base,
+        "run",
+        "--config",
+        "sqlcanary-t07.yml",
+        "--agent",
+        "llm:sqlcanary-t07.yml",
+        "--agent-timeout",
+        "1800",
+        "--jobs",
+        "1",
+        "--repeat",
+        "3",
+        "--out",
+        str(out / "repeat.json"),
+        "-q",
+        *(a for i in cases for a in ("--id", i)),
+    )
     data = run_json(out / "repeat.json")
     rows = []
     for c in data.get("cases", []):
         attempts = c.get("attempts") or []
-        rows.append({"id": c["id"], "status": c["status"], "passed": sum(a["status"] == "passed" for a in attempts),
-                     "attempts": len(attempts), "distinct_sql": len({a.get("sql") for a in attempts})})  # fmt: skip
-    return {"exit": code, "seconds": time.monotonic() - start, "cases": rows, "server": report.delta(before,
-            metrics(srv)), "meta": {k: v for k, v in data.get("meta", {}).items() if "llm" in k or "agent_calls" in k}}  # fmt: skip
+        rows.append(
+            {
+                "id": c["id"],
+                "status": c["status"],
+                "passed": sum(a["status"] == "passed" for a in attempts),
+                "attempts": len(attempts),
+                "distinct_sql": len({a.get("sql") for a in attempts}),
+            }
+        )
+    return {
+        "exit": code,
+        "seconds": time.monotonic() - start,
+        "cases": rows,
+        "server": report.delta(before, metrics(srv)),
+        "meta": {k: v for k, v in data.get("meta", {}).items() if "llm" in k or "agent_calls" in k},
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -139,8 +184,11 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     installed = setup.ensure(args.model, log=lambda m: print(f"setup: {m}", file=sys.stderr))
     pythonpath = snapshot(args.snapshot, work / "product") if args.snapshot else None
-    results: dict[str, Any] = {"date": dt.date.today().isoformat(), "model": installed.spec.name,
-                               "product": product_state(args.snapshot)}  # fmt: skip
+    results: dict[str, Any] = {
+        "date": dt.date.today().isoformat(),
+        "model": installed.spec.name,
+        "product": product_state(args.snapshot),
+    }
     start = time.monotonic()
     print(f"bench: {results['model']}; product: {results['product']}; work: {work}", file=sys.stderr)
     with local_server(installed, log_dir=out) as srv:
@@ -159,8 +207,11 @@ def main(argv: list[str]) -> int:
                 for name in names:
                     before, t0 = metrics(srv), time.monotonic()
                     r = repair_regression(base, name, work, sq, max_llm_calls=args.max_llm_calls)
-                    results["repair"].append(report.repair_row(r, server=report.delta(before, metrics(srv)),
-                                                               wall=time.monotonic() - t0))  # fmt: skip
+                    results["repair"].append(
+                        report.repair_row(
+                            r, server=report.delta(before, metrics(srv)), wall=time.monotonic() - t0
+                        )
+                    )
                     print(report.repair_line(results["repair"][-1]), file=sys.stderr, flush=True)
                 print(report.repair_table(results["repair"]), flush=True)
         finally:

@@ -11,8 +11,13 @@ from benchmarks.llm.workspace import RepairResult
 
 def delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
     """What the server did between two /metrics reads (counters only)."""
-    keys = ("prompt_tokens_total", "prompt_tokens_cached_total", "tokens_predicted_total", "prompt_seconds_total",
-            "tokens_predicted_seconds_total")  # fmt: skip
+    keys = (
+        "prompt_tokens_total",
+        "prompt_tokens_cached_total",
+        "tokens_predicted_total",
+        "prompt_seconds_total",
+        "tokens_predicted_seconds_total",
+    )
     return {
         k.removesuffix("_total"): round(after.get(k, 0) - before.get(k, 0), 1) for k in keys if k in after
     }
@@ -33,25 +38,54 @@ def repair_row(r: RepairResult, *, server: dict[str, float], wall: float) -> dic
     outcomes = Counter(a.get("outcome", "?") for a in attempts)
     llm = r.llm
     return {
-        "name": r.name, "breaks": len(r.breaks), "failing_before": len(r.failing_before), "check_exit": r.check_exit,
-        "repair_exit": r.repair_exit, "fixed": r.fixed, "green": r.green, "only_kb": r.only_kb,
-        "changed": r.changed, "still_failing_after": sorted(i for i, s in r.after.items() if s != "passed"),
-        "calls": llm.get("calls"), "requests": llm.get("requests"),
+        "name": r.name,
+        "breaks": len(r.breaks),
+        "failing_before": len(r.failing_before),
+        "check_exit": r.check_exit,
+        "repair_exit": r.repair_exit,
+        "fixed": r.fixed,
+        "green": r.green,
+        "only_kb": r.only_kb,
+        "changed": r.changed,
+        "still_failing_after": sorted(i for i, s in r.after.items() if s != "passed"),
+        "calls": llm.get("calls"),
+        "requests": llm.get("requests"),
         "tokens": (llm.get("prompt_tokens") or 0) + (llm.get("completion_tokens") or 0),
         "parse": [llm.get("parse_ok"), llm.get("parse_repaired"), llm.get("parse_failed")],
-        "seconds": round(r.seconds, 1), "wall": round(wall, 1), "server": server,
-        "proposed": sum(1 for a in attempts if a.get("plan")), "refused": outcomes.get("refused", 0),
-        "kept": outcomes.get("accepted", 0), "outcomes": dict(outcomes), "stopped": r.outcome.get("stopped"),
-        "attempts": [{"case": c.get("id"), "n": a.get("n"), "outcome": a.get("outcome"),
-                      "reason": (a.get("reason") or "")[:600],
-                      "actions": [_action(x) for x in ((a.get("plan") or {}).get("actions") or [])],
-                      "diff": (a.get("diff") or "")[:1500]}
-                     for c in r.outcome.get("cases", []) for a in c.get("attempts", [])]
-        + [{"case": "critique", "n": a.get("n"), "outcome": a.get("outcome"), "reason": (a.get("reason") or "")[:600],
-            "actions": [_action(x) for x in ((a.get("plan") or {}).get("actions") or [])], "diff": ""}
-           for a in r.outcome.get("critique", [])],
-        "kb_diff": (r.outcome.get("kb_diff") or "")[:3000], "error": r.error,
-    }  # fmt: skip
+        "seconds": round(r.seconds, 1),
+        "wall": round(wall, 1),
+        "server": server,
+        "proposed": sum(1 for a in attempts if a.get("plan")),
+        "refused": outcomes.get("refused", 0),
+        "kept": outcomes.get("accepted", 0),
+        "outcomes": dict(outcomes),
+        "stopped": r.outcome.get("stopped"),
+        "attempts": [
+            {
+                "case": c.get("id"),
+                "n": a.get("n"),
+                "outcome": a.get("outcome"),
+                "reason": (a.get("reason") or "")[:600],
+                "actions": [_action(x) for x in ((a.get("plan") or {}).get("actions") or [])],
+                "diff": (a.get("diff") or "")[:1500],
+            }
+            for c in r.outcome.get("cases", [])
+            for a in c.get("attempts", [])
+        ]
+        + [
+            {
+                "case": "critique",
+                "n": a.get("n"),
+                "outcome": a.get("outcome"),
+                "reason": (a.get("reason") or "")[:600],
+                "actions": [_action(x) for x in ((a.get("plan") or {}).get("actions") or [])],
+                "diff": "",
+            }
+            for a in r.outcome.get("critique", [])
+        ],
+        "kb_diff": (r.outcome.get("kb_diff") or "")[:3000],
+        "error": r.error,
+    }
 
 
 def _yes(flag: bool) -> str:
@@ -59,21 +93,27 @@ def _yes(flag: bool) -> str:
 
 
 def repair_line(row: dict[str, Any]) -> str:
-    return (f"repair {row['name']}: fixed={row['fixed']} green={row['green']} calls={row['calls']} "
-            f"outcomes={row['outcomes']} {row['seconds']} s")  # fmt: skip
+    return (
+        f"repair {row['name']}: fixed={row['fixed']} green={row['green']} calls={row['calls']} "
+        f"outcomes={row['outcomes']} {row['seconds']} s"
+    )
 
 
 def repair_table(rows: list[dict[str, Any]]) -> str:
-    head = ("| regression | cases broken | fixed | suite green | only KB | plans proposed / refused / kept | "
-            "other outcomes | LLM calls | tokens | seconds |\n|---|---|---|---|---|---|---|---|---|---|")  # fmt: skip
+    head = (
+        "| regression | cases broken | fixed | suite green | only KB | plans proposed / refused / kept | "
+        "other outcomes | LLM calls | tokens | seconds |\n|---|---|---|---|---|---|---|---|---|---|"
+    )
     lines = [head]
     for r in rows:
         other = (
             ", ".join(f"{k} {v}" for k, v in r["outcomes"].items() if k not in ("refused", "accepted")) or "-"
         )
-        lines.append(f"| `{r['name']}` | {r['breaks']} | {_yes(r['fixed'])} | {_yes(r['green'])} | "
-                     f"{_yes(r['only_kb'])} | {r['proposed']} / {r['refused']} / {r['kept']} | {other} | "
-                     f"{r['calls']} | {r['tokens']:,} | {r['seconds']:.0f} |")  # fmt: skip
+        lines.append(
+            f"| `{r['name']}` | {r['breaks']} | {_yes(r['fixed'])} | {_yes(r['green'])} | "
+            f"{_yes(r['only_kb'])} | {r['proposed']} / {r['refused']} / {r['kept']} | {other} | "
+            f"{r['calls']} | {r['tokens']:,} | {r['seconds']:.0f} |"
+        )
     fixed = sum(1 for r in rows if r["fixed"] and r["green"] and (r["calls"] or 0) <= 12)
     lines.append(f"\nFixed with the suite green within 12 LLM calls: **{fixed} of {len(rows)}**.")
     reasons = Counter(_short(a["reason"]) for r in rows for a in r["attempts"] if a["outcome"] == "refused")
@@ -96,7 +136,8 @@ def agent_table(a: dict[str, Any]) -> str:
         by_cat[c.get("category") or "?"][0] += c["status"] == "passed"
         by_cat[c.get("category") or "?"][1] += 1
     lines = [
-        "| agent | cases | passed | pass rate | seconds |", "|---|---|---|---|---|",
+        "| agent | cases | passed | pass rate | seconds |",
+        "|---|---|---|---|---|",
         f"| reference (whole suite) | {ref.get('total')} | {ref.get('passed')} | {_rate(ref)} | "
         f"{a['reference_seconds']:.0f} |",
         f"| reference (the subset) | {n} | {a['reference_on_subset']} | {a['reference_on_subset'] / max(n, 1):.1%} | - |",
@@ -105,7 +146,7 @@ def agent_table(a: dict[str, Any]) -> str:
         "\nllm agent by category: " + ", ".join(f"{k} {p}/{t}" for k, (p, t) in sorted(by_cat.items())),
         f"\nllm agent statuses: {dict(Counter(c['status'] for c in a['cases']))}; server: {a['server']}; "
         f"run meta: {a['llm_meta']}",
-    ]  # fmt: skip
+    ]
     return "\n".join(lines)
 
 
@@ -119,15 +160,19 @@ def repeat_table(rep: dict[str, Any]) -> str:
         "| case (--repeat 3, temperature 0.7) | status | attempts passed | distinct SQL |",
         "|---|---|---|---|",
     ]
-    lines += [f"| `{c['id']}` | {c['status']} | {c['passed']}/{c['attempts']} | {c['distinct_sql']} |"
-              for c in rep["cases"]]  # fmt: skip
+    lines += [
+        f"| `{c['id']}` | {c['status']} | {c['passed']}/{c['attempts']} | {c['distinct_sql']} |"
+        for c in rep["cases"]
+    ]
     lines.append(f"\nserver: {rep['server']}; run meta: {rep['meta']}; {rep['seconds']:.0f} s")
     return "\n".join(lines)
 
 
 def markdown(results: dict[str, Any]) -> str:
-    parts = [f"Date: {results['date']}. Model: `{results['model']}`. Product: {results['product']}. "
-             f"Total {results.get('seconds', 0) / 60:.0f} min."]  # fmt: skip
+    parts = [
+        f"Date: {results['date']}. Model: `{results['model']}`. Product: {results['product']}. "
+        f"Total {results.get('seconds', 0) / 60:.0f} min."
+    ]
     if "agent" in results:
         parts.append("### (a) The llm agent beside the reference agent\n\n" + agent_table(results["agent"]))
     if "repeat" in results:

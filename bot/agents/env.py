@@ -25,11 +25,26 @@ from bot.secrets import is_secret_name
 
 BASE_NAMES = frozenset(
     {
-        "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TEMP", "TMP", "SHELL", "TERM",
-        "PYTHONPATH", "VIRTUAL_ENV",
-        "SYSTEMROOT", "WINDIR", "COMSPEC", "PATHEXT",  # Windows: a process cannot start without them
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "TMPDIR",
+        "TEMP",
+        "TMP",
+        "SHELL",
+        "TERM",
+        "PYTHONPATH",
+        "VIRTUAL_ENV",
+        "SYSTEMROOT",
+        "WINDIR",
+        "COMSPEC",
+        "PATHEXT",  # Windows: a process cannot start without them
     }
-)  # fmt: skip
+)
 BASE_PREFIXES = ("LC_",)
 # Never passed, whoever names them in `agent.env`: the runner's and the Action's credentials and files, the
 # database's superuser and passwords, sqlcanary's own settings.

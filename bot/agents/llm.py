@@ -38,6 +38,8 @@ ANSWER_SCHEMA = {
     "properties": {"sql": {"type": ["string", "null"]}, "clarification": {"type": ["string", "null"]}},
     "required": ["sql"],
 }
+
+
 def _find_config(arg: str, ctx: AgentContext) -> Config:
     named = arg or ctx.options.get("config")
     if named:
@@ -121,10 +123,13 @@ class LLMAgent:
         env = environment()
         system = env.get_template("prompts/agent_system.md.j2").render()
         user = env.get_template("prompts/agent.md.j2").render(
-            db=case.db, schema=self.schema_for(case.db).strip(),
-            kb_files=self.kb_files if kb_files is None else kb_files, question=case.question,
-            instructions=case.instructions or "", category=case.category,
-        )  # fmt: skip
+            db=case.db,
+            schema=self.schema_for(case.db).strip(),
+            kb_files=self.kb_files if kb_files is None else kb_files,
+            question=case.question,
+            instructions=case.instructions or "",
+            category=case.category,
+        )
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
     def answer(self, case: Case) -> Answer:
@@ -136,8 +141,11 @@ class LLMAgent:
         try:
             reply, files = self._ask(case)
         except LLMContextTooLong as exc:
-            return Answer(error=f"{exc.message}; even without any KB file", error_class="agent_context_too_long",
-                          duration_s=time.perf_counter() - started)  # fmt: skip
+            return Answer(
+                error=f"{exc.message}; even without any KB file",
+                error_class="agent_context_too_long",
+                duration_s=time.perf_counter() - started,
+            )
         except LLMBadOutput as exc:
             return Answer(
                 error=str(exc), error_class="agent_bad_output", duration_s=time.perf_counter() - started
@@ -152,10 +160,18 @@ class LLMAgent:
         if isinstance(sql, str) and sql.strip():
             return Answer(sql=sql, used=used, duration_s=took)
         if isinstance(clarification, str) and clarification.strip():
-            return Answer(error=f"the agent asked for a clarification: {clarification[:500]}",
-                          error_class="agent_declined", used=used, duration_s=took)  # fmt: skip
-        return Answer(error="the LLM returned neither sql nor a clarification", error_class="agent_empty",
-                      used=used, duration_s=took)  # fmt: skip
+            return Answer(
+                error=f"the agent asked for a clarification: {clarification[:500]}",
+                error_class="agent_declined",
+                used=used,
+                duration_s=took,
+            )
+        return Answer(
+            error="the LLM returned neither sql nor a clarification",
+            error_class="agent_empty",
+            used=used,
+            duration_s=took,
+        )
 
     def _ask(self, case: Case):
         """(reply, the KB files its prompt held). On a context-length error, again with the files least related
@@ -169,8 +185,13 @@ class LLMAgent:
         while True:
             messages = self.messages(case, files)
             try:
-                reply = self.client.complete_json(messages, schema=ANSWER_SCHEMA, required=("sql",),
-                                                  purpose=f"case {case.id}", attempt=current_attempt.get())  # fmt: skip
+                reply = self.client.complete_json(
+                    messages,
+                    schema=ANSWER_SCHEMA,
+                    required=("sql",),
+                    purpose=f"case {case.id}",
+                    attempt=current_attempt.get(),
+                )
                 return reply, files
             except LLMContextTooLong as exc:
                 if not files:
@@ -179,7 +200,9 @@ class LLMAgent:
                 smaller = fit(files, question, max_chars=budget)
                 files = smaller if len(smaller) < len(files) else []
 
-    def _smaller_kb(self, files: Sequence[KbFile], messages: list[dict[str, str]], exc: LLMContextTooLong) -> int:
+    def _smaller_kb(
+        self, files: Sequence[KbFile], messages: list[dict[str, str]], exc: LLMContextTooLong
+    ) -> int:
         """KB characters that should fit: the excess the server reported (with room for the reply), else half."""
         have = kb_chars(files)
         prompt_chars = sum(len(m["content"]) for m in messages)

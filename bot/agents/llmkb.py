@@ -17,8 +17,35 @@ from bot.config import Config
 
 MAX_KB_CHARS = 200_000  # all KB files together; the rest is left out (and not listed in `used`)
 _WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset(("a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "how", "in", "is", "it", "of",
-                   "on", "or", "per", "the", "to", "was", "were", "what", "which", "with"))  # fmt: skip
+_STOP = frozenset(
+    (
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "for",
+        "from",
+        "how",
+        "in",
+        "is",
+        "it",
+        "of",
+        "on",
+        "or",
+        "per",
+        "the",
+        "to",
+        "was",
+        "were",
+        "what",
+        "which",
+        "with",
+    )
+)
 
 
 @dataclass(frozen=True)

@@ -46,13 +46,17 @@ def _cannot_start(argv: list[str], exc: OSError) -> Answer:
 def _not_utf8(exc: UnicodeDecodeError, data: bytes, *, where: str) -> Answer:
     """Refused, not repaired: a replacement character inside SQL would change the query the agent meant."""
     near = data[max(0, exc.start - 20) : exc.start + 4]
-    return Answer(error=f"the agent printed bytes that are not UTF-8 at offset {exc.start} of {where} "
-                        f"(near {near!r})", error_class="agent_bad_output")  # fmt: skip
+    return Answer(
+        error=f"the agent printed bytes that are not UTF-8 at offset {exc.start} of {where} (near {near!r})",
+        error_class="agent_bad_output",
+    )
 
 
 def _too_big() -> Answer:
-    return Answer(error=f"the agent's output is larger than {size_words(STDOUT_CAP)} (stopped it)",
-                  error_class="agent_bad_output")  # fmt: skip
+    return Answer(
+        error=f"the agent's output is larger than {size_words(STDOUT_CAP)} (stopped it)",
+        error_class="agent_bad_output",
+    )
 
 
 def _last_line(stderr: str) -> str:
@@ -89,8 +93,9 @@ class CommandAgent:
         except OSError as exc:
             return _cannot_start(self.argv, exc)
         done = exchange(proc, payload, timeout_s=self.ctx.timeout_s)
-        return replace(self._judge(done), stderr=text_tail(done.stderr) or None,
-                       duration_s=time.perf_counter() - started)  # fmt: skip
+        return replace(
+            self._judge(done), stderr=text_tail(done.stderr) or None, duration_s=time.perf_counter() - started
+        )
 
     def _judge(self, done: Exchange) -> Answer:
         if done.ending == "timeout":
@@ -235,8 +240,10 @@ class PersistentCommandAgent:
             return parse_reply_text(last, source="the agent")
         how = f"process {exit_words(code)}" if code is not None else alive
         tail = _last_line(lp.stderr_tail(settle_s=GRACE_S))
-        return Answer(error=f"the agent {how}{_mid_line(partial)}" + (f": {tail}" if tail else ""),
-                      error_class="agent_crashed")  # fmt: skip
+        return Answer(
+            error=f"the agent {how}{_mid_line(partial)}" + (f": {tail}" if tail else ""),
+            error_class="agent_crashed",
+        )
 
     def _no_answer(self, lp: LineProcess, noise: list[str], bad_bytes: Answer | None) -> Answer:
         code = lp.proc.poll()

@@ -32,9 +32,20 @@ from bot.yamlread import LineDict, LineList, load_yaml_file
 
 SUITE_FILE_NAMES = ("suite.yml", "suite.yaml")
 CASE_KEYS = {
-    "id", "question", "gold_sql", "expected_sql", "db", "tags", "category", "instructions",
-    "setup_sql", "teardown_sql", "checks", "compare", "efficiency",
-}  # fmt: skip
+    "id",
+    "question",
+    "gold_sql",
+    "expected_sql",
+    "db",
+    "tags",
+    "category",
+    "instructions",
+    "setup_sql",
+    "teardown_sql",
+    "checks",
+    "compare",
+    "efficiency",
+}
 SUITE_KEYS = {"name", "databases", "defaults", "cases", "description"}
 DEFAULT_KEYS = {"db", "tags", "category", "compare", "statement_timeout", "row_cap"}
 
@@ -101,8 +112,10 @@ def _build_case(
     if unknown:
         raise CaseFileError(
             f"unknown key {unknown[0]!r} (known: {', '.join(sorted(CASE_KEYS))})",
-            path=path, line=line_of(unknown[0]), case_id=case_id,
-        )  # fmt: skip
+            path=path,
+            line=line_of(unknown[0]),
+            case_id=case_id,
+        )
     if case_id is None:
         raise CaseFileError("a case needs an `id`", path=path, line=line)
     if "gold_sql" in raw and "expected_sql" in raw:
@@ -121,15 +134,18 @@ def _build_case(
                 raise CaseFileError(
                     f"{gold_key} holds {count} statements; a {category} case takes one query "
                     "(write acceptable alternatives as a YAML list)",
-                    path=path, line=alt_line, case_id=case_id,
-                )  # fmt: skip
+                    path=path,
+                    line=alt_line,
+                    case_id=case_id,
+                )
             gold.append(variant)
     db = str(merged.get("db") or "")
     if db not in known_dbs:
         known = ", ".join(sorted(known_dbs))
         db_line = line_of("db") if "db" in raw else line
-        raise CaseFileError(f"unknown db {db!r} (the suite defines: {known})", path=path, line=db_line,
-                            case_id=case_id)  # fmt: skip
+        raise CaseFileError(
+            f"unknown db {db!r} (the suite defines: {known})", path=path, line=db_line, case_id=case_id
+        )
     tags = _strings(merged.get("tags"), what="tags", path=path, line=line_of("tags"))
     checks_raw = merged.get("checks") or []
     if isinstance(checks_raw, str | dict):
@@ -218,8 +234,9 @@ def _read_defaults(doc: LineDict, *, path: str) -> tuple[dict[str, Any], SuiteSe
     if unknown:
         raise CaseFileError(
             f"unknown key {unknown[0]!r} in defaults (known: {', '.join(sorted(DEFAULT_KEYS))})",
-            path=path, line=line_of(unknown[0]),
-        )  # fmt: skip
+            path=path,
+            line=line_of(unknown[0]),
+        )
     settings: dict[str, Any] = {}
     if "statement_timeout" in raw:
         settings["statement_timeout_ms"] = parse_duration_ms(
@@ -245,8 +262,9 @@ def _read_databases(doc: LineDict, *, base: Path, path: str) -> dict[str, tuple[
     if not isinstance(raw, dict) or not raw:
         raise CaseFileError(
             "`databases` must map each database name to a fixture .sql file or a list of them",
-            path=path, line=doc.line_of("databases") if "databases" in doc else doc.line,
-        )  # fmt: skip
+            path=path,
+            line=doc.line_of("databases") if "databases" in doc else doc.line,
+        )
     out: dict[str, tuple[Path, ...]] = {}
     for name, files in raw.items():
         line = raw.line_of(name) if isinstance(raw, LineDict) else doc.line
@@ -291,8 +309,9 @@ def load_suite(location: str | Path) -> Suite:
     if unknown:
         raise CaseFileError(
             f"unknown key {unknown[0]!r} (known: {', '.join(sorted(SUITE_KEYS))})",
-            path=spath, line=doc.line_of(unknown[0]),
-        )  # fmt: skip
+            path=spath,
+            line=doc.line_of(unknown[0]),
+        )
     databases = _read_databases(doc, base=suite_file.parent, path=spath)
     defaults, settings = _read_defaults(doc, path=spath)
     if len(databases) == 1:
@@ -315,8 +334,9 @@ def load_suite(location: str | Path) -> Suite:
             if extra:
                 raise CaseFileError(
                     f"unknown key {extra[0]!r} (a case file holds `cases:` and optional `defaults:`)",
-                    path=cpath, line=cdoc.line_of(extra[0]),
-                )  # fmt: skip
+                    path=cpath,
+                    line=cdoc.line_of(extra[0]),
+                )
             more, _ = _read_defaults(cdoc, path=cpath)
             file_defaults.update(more)
             items, line = cdoc.get("cases", []), cdoc.line_of("cases")

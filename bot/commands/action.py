@@ -43,7 +43,9 @@ _DEFAULT_MODE: dict[str, Mode] = {"pull_request": "check", "push": "baseline", "
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.description = "Run as a GitHub Action: reads INPUT_* and GITHUB_* from the environment (see action.yml)."
+    p.description = (
+        "Run as a GitHub Action: reads INPUT_* and GITHUB_* from the environment (see action.yml)."
+    )
 
 
 @dataclass(frozen=True)
@@ -63,8 +65,13 @@ class ActionContext:
     def key(self) -> str:
         """The sticky comment's and check run's identity: one per workflow, job, suite, shard and `comment-key`
         (matrix legs that differ in something else, e.g. the model, would otherwise share one comment)."""
-        parts = [self.runner.workflow, self.runner.job, self.inputs.suite or self.inputs.config or "", self.inputs.shard,
-                 self.inputs.comment_key]  # fmt: skip
+        parts = [
+            self.runner.workflow,
+            self.runner.job,
+            self.inputs.suite or self.inputs.config or "",
+            self.inputs.shard,
+            self.inputs.comment_key,
+        ]
         return "/".join(p for p in parts if p)
 
 
@@ -145,14 +152,18 @@ def action_settings(settings: Settings, ctx: ActionContext, workdir: Path) -> Se
 def _workdir(ctx: ActionContext) -> Path:
     workdir = (ctx.runner.workspace / ctx.inputs.working_directory).resolve()
     if not workdir.is_relative_to(ctx.runner.workspace) or not workdir.is_dir():
-        raise ConfigError(f"input `working-directory`: {ctx.inputs.working_directory!r} is not a folder inside "
-                          "the workspace")  # fmt: skip
+        raise ConfigError(
+            f"input `working-directory`: {ctx.inputs.working_directory!r} is not a folder inside "
+            "the workspace"
+        )
     return workdir
 
 
 def _run_request(ctx: ActionContext, out: str | None) -> RunRequest:
     i = ctx.inputs
-    return RunRequest(suite=i.suite, config=i.config, repeat=i.repeat, dsn=i.database_url, out=out, quiet=True)
+    return RunRequest(
+        suite=i.suite, config=i.config, repeat=i.repeat, dsn=i.database_url, out=out, quiet=True
+    )
 
 
 def action(
@@ -172,9 +183,13 @@ def action(
 
 
 def _action(ctx: ActionContext, settings: Settings, *, make_github: Any, log: StepLog) -> int:
-    if os.name == "posix" and os.geteuid() == 0:  # the agent runs as another user: keep it off the runner's files
+    if (
+        os.name == "posix" and os.geteuid() == 0
+    ):  # the agent runs as another user: keep it off the runner's files
         for path in lock_runner_files(settings.environ):
-            log.say(f"sqlcanary: made {path} writable by its owner only (the pull request's code runs in this step)")
+            log.say(
+                f"sqlcanary: made {path} writable by its owner only (the pull request's code runs in this step)"
+            )
     workdir = _workdir(ctx)
     os.chdir(workdir)
     run_settings = action_settings(settings, ctx, workdir)
@@ -189,8 +204,14 @@ def _action(ctx: ActionContext, settings: Settings, *, make_github: Any, log: St
                 "comment are in the artifacts for a workflow_run job to post"
             )
         )
-    publisher = Publisher(ctx=ctx, settings=run_settings, make_github=make_github if ctx.trusted else None,
-                          workdir=workdir, out_dir=out_dir, log=log)  # fmt: skip
+    publisher = Publisher(
+        ctx=ctx,
+        settings=run_settings,
+        make_github=make_github if ctx.trusted else None,
+        workdir=workdir,
+        out_dir=out_dir,
+        log=log,
+    )
     if ctx.mode == "check":
         return _check(ctx, run_settings, publisher, workdir, out_dir, log)
     if ctx.mode == "baseline":
@@ -202,15 +223,18 @@ def _untrusted_why(event: EventContext) -> str:
     return "a Dependabot pull request" if event.is_dependabot else "a pull request from a fork"
 
 
-def _check(ctx: ActionContext, settings: Settings, publisher: Publisher, workdir: Path, out_dir: Path,
-           log: StepLog) -> int:  # fmt: skip
+def _check(
+    ctx: ActionContext, settings: Settings, publisher: Publisher, workdir: Path, out_dir: Path, log: StepLog
+) -> int:
     base_sha = ctx.event.base_sha
     if ctx.event.event_name != "pull_request" or not base_sha:
         raise ConfigError("input `mode`: `check` needs a pull_request event (it compares the base commit)")
     if ctx.event.head_sha:  # before any evaluation or write: the check run goes to the commit evaluated
         verify_checkout(workdir, ctx.event.head_sha)
     ensure_commit(workdir, base_sha, token=ctx.inputs.github_token if ctx.trusted else None)
-    req = CheckRequest(run=_run_request(ctx, None), base=base_sha, out_dir=str(out_dir), trust_head_config=False)
+    req = CheckRequest(
+        run=_run_request(ctx, None), base=base_sha, out_dir=str(out_dir), trust_head_config=False
+    )
 
     def say(text: str) -> None:
         log.say(f"sqlcanary: {text}")

@@ -28,7 +28,9 @@ from bot.settings import Settings
 if TYPE_CHECKING:
     from bot.commands.action import ActionContext
 
-MAX_KB_ANNOTATIONS = 200  # KB annotations per run (changed lines, then used spans; the rest are in the report)
+MAX_KB_ANNOTATIONS = (
+    200  # KB annotations per run (changed lines, then used spans; the rest are in the report)
+)
 PAYLOAD_FILE = "github-payload.json"
 _NO_TOKEN = "no github-token: the comment and the check run are in the artifacts only"
 
@@ -47,9 +49,15 @@ class CheckPayload:
     comment_marker: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "head_sha": self.head_sha, "conclusion": self.conclusion, "title": self.title,
-                "summary": self.summary, "annotations": [a.to_api() for a in self.annotations],
-                "comment_marker": self.comment_marker}  # fmt: skip
+        return {
+            "name": self.name,
+            "head_sha": self.head_sha,
+            "conclusion": self.conclusion,
+            "title": self.title,
+            "summary": self.summary,
+            "annotations": [a.to_api() for a in self.annotations],
+            "comment_marker": self.comment_marker,
+        }
 
 
 def _pct(rate: float | None) -> str:
@@ -58,12 +66,16 @@ def _pct(rate: float | None) -> str:
 
 def check_title(comparison: Comparison) -> str:
     o = comparison.overall
-    rates = f"{_pct(o.base_rate)} → {_pct(o.head_rate)}" if comparison.baseline != "none" else _pct(o.head_rate)
+    rates = (
+        f"{_pct(o.base_rate)} → {_pct(o.head_rate)}" if comparison.baseline != "none" else _pct(o.head_rate)
+    )
     if comparison.verdict == "incomparable":
         return f"runs cannot be compared: {comparison.reasons[0] if comparison.reasons else ''}"[:200]
     regressed, fixed = len(comparison.judged_as("regressed")), len(comparison.judged_as("fixed"))
     head = "no regressions" if comparison.verdict == "pass" else "gate failed"
-    counts = f"{regressed} regressed, {fixed} fixed" if comparison.baseline != "none" else "no baseline: head only"
+    counts = (
+        f"{regressed} regressed, {fixed} fixed" if comparison.baseline != "none" else "no baseline: head only"
+    )
     return f"{head}: {counts} · pass rate {rates}"
 
 
@@ -100,12 +112,22 @@ def _cause_notes(comparison: Comparison, files: set[str]) -> list[Annotation]:
         if cause.file not in files:
             continue
         for hunk in cause.hunks:
-            first, last = (hunk.new_start, hunk.new_start + hunk.new_count - 1) if hunk.new_count else (
-                max(hunk.new_start, 1), max(hunk.new_start, 1))  # fmt: skip
+            first, last = (
+                (hunk.new_start, hunk.new_start + hunk.new_count - 1)
+                if hunk.new_count
+                else (max(hunk.new_start, 1), max(hunk.new_start, 1))
+            )
             removed = "" if hunk.new_count else " (lines removed here)"
-            notes.append(Annotation(path=cause.file, start_line=first, end_line=last, level="warning",
-                                    title=f"changed here{removed}: {len(cause.cases)} regressed case(s)",
-                                    message="Regressed cases whose answer used these lines: " + ", ".join(cause.cases)))  # fmt: skip
+            notes.append(
+                Annotation(
+                    path=cause.file,
+                    start_line=first,
+                    end_line=last,
+                    level="warning",
+                    title=f"changed here{removed}: {len(cause.cases)} regressed case(s)",
+                    message="Regressed cases whose answer used these lines: " + ", ".join(cause.cases),
+                )
+            )
     return notes
 
 
@@ -125,9 +147,16 @@ def build_annotations(result: CheckResult, *, workdir: Path, repo: Path, files: 
         if change.source and (where := _span(change.source)):
             path = _repo_path(where[0], bases=(repo, workdir), repo=repo, files=files)
             if path:
-                notes.append(Annotation(path=path, start_line=where[1], end_line=where[1], level="failure",
-                                        title=f"regressed: {change.id}",
-                                        message=f"{change.question}\n{change.reason}".strip()))  # fmt: skip
+                notes.append(
+                    Annotation(
+                        path=path,
+                        start_line=where[1],
+                        end_line=where[1],
+                        level="failure",
+                        title=f"regressed: {change.id}",
+                        message=f"{change.question}\n{change.reason}".strip(),
+                    )
+                )
         if change.id in explained:
             continue
         for item in used.get(change.id, ()):
@@ -135,9 +164,16 @@ def build_annotations(result: CheckResult, *, workdir: Path, repo: Path, files: 
                 spans.setdefault((path, span[1], span[2]), []).append(change.id)
     kb_notes = _cause_notes(comparison, files)
     for (path, first, last), ids in spans.items():
-        kb_notes.append(Annotation(path=path, start_line=first, end_line=last, level="warning",
-                                   title=f"used by {len(ids)} regressed case(s)",
-                                   message="Regressed cases whose answer used these lines: " + ", ".join(ids)))  # fmt: skip
+        kb_notes.append(
+            Annotation(
+                path=path,
+                start_line=first,
+                end_line=last,
+                level="warning",
+                title=f"used by {len(ids)} regressed case(s)",
+                message="Regressed cases whose answer used these lines: " + ", ".join(ids),
+            )
+        )
     return notes + kb_notes[:MAX_KB_ANNOTATIONS]
 
 
@@ -167,7 +203,9 @@ class Publisher:
         write_json_atomic(self.out_dir / "comment.md", comment)
         write_json_atomic(self.out_dir / "report.html", self._render("html", subject, head=head, base=base))
         if self.ctx.runner.step_summary:
-            append_summary(self.ctx.runner.step_summary, self._render("summary", subject, head=head, base=base))
+            append_summary(
+                self.ctx.runner.step_summary, self._render("summary", subject, head=head, base=base)
+            )
         return comment
 
     def publish_run(self, run: RunResult, *, title: str) -> None:
@@ -180,13 +218,15 @@ class Publisher:
         repo = repo_root(self.workdir) or self.workdir.resolve()
         files = repo_files(repo)
         payload = CheckPayload(
-            name=self.check_name, head_sha=self.ctx.event.head_sha or result.head_sha or "",
+            name=self.check_name,
+            head_sha=self.ctx.event.head_sha or result.head_sha or "",
             conclusion=check_conclusion(comparison.verdict, enforce=enforce),
             title=scrub(check_title(comparison), self.settings.secrets),
             summary=comment.replace(comment_marker(self.key), "", 1).strip(),
             annotations=tuple(build_annotations(result, workdir=self.workdir, repo=repo, files=files)),
-            comment=comment, comment_marker=comment_marker(self.key),
-        )  # fmt: skip
+            comment=comment,
+            comment_marker=comment_marker(self.key),
+        )
         if self.make_github is not None:
             self._send(payload, files, self.make_github)
         return payload
@@ -200,15 +240,22 @@ class Publisher:
         repo = get_repository(github, self.ctx.runner.repository)
         if inputs.comment == "sticky" and event.pr_number:
             login = resolve_login(github)
-            done = upsert_sticky_comment(repo, event.pr_number, payload.comment, marker=payload.comment_marker,
-                                         author_login=login)  # fmt: skip
+            done = upsert_sticky_comment(
+                repo, event.pr_number, payload.comment, marker=payload.comment_marker, author_login=login
+            )
             self.log.say(f"sqlcanary: comment {done.action}: {done.url}")
         if inputs.check_run and payload.head_sha:
             published = publish_check_run(
-                repo, name=payload.name, head_sha=payload.head_sha, conclusion=payload.conclusion,  # type: ignore[arg-type]
-                title=payload.title, summary=payload.summary, annotations=payload.annotations, repo_paths=files,
+                repo,
+                name=payload.name,
+                head_sha=payload.head_sha,
+                conclusion=payload.conclusion,  # type: ignore[arg-type]
+                title=payload.title,
+                summary=payload.summary,
+                annotations=payload.annotations,
+                repo_paths=files,
                 details_url=self.ctx.runner.run_url,
-            )  # fmt: skip
+            )
             if published.via != "check_run":
                 self.log.command(notice(f"check run not published: {published.detail}"))
             self.log.say(f"sqlcanary: {published.via} published ({published.annotations_sent} annotation(s))")
@@ -225,26 +272,41 @@ def _rate(rate: float | None) -> str:
 def outputs_of_check(result: CheckResult, out_dir: Path) -> dict[str, str]:
     c = result.comparison
     return {
-        "verdict": c.verdict, "regressions": str(len(c.judged_as("regressed"))), "fixes": str(len(c.judged_as("fixed"))),
-        "pass-rate-head": _rate(c.overall.head_rate), "pass-rate-base": _rate(c.overall.base_rate),
-        "report-path": str(out_dir / "report.html"), "comment-path": str(out_dir / "comment.md"),
-        "results-path": str(out_dir / "head.json"), "repair-pr-number": "",
-    }  # fmt: skip
+        "verdict": c.verdict,
+        "regressions": str(len(c.judged_as("regressed"))),
+        "fixes": str(len(c.judged_as("fixed"))),
+        "pass-rate-head": _rate(c.overall.head_rate),
+        "pass-rate-base": _rate(c.overall.base_rate),
+        "report-path": str(out_dir / "report.html"),
+        "comment-path": str(out_dir / "comment.md"),
+        "results-path": str(out_dir / "head.json"),
+        "repair-pr-number": "",
+    }
 
 
 def outputs_of_run(run: RunResult, path: Path) -> dict[str, str]:
     return {
-        "verdict": "pass", "regressions": "0", "fixes": "0", "pass-rate-head": _rate(run.summary.pass_rate),
-        "pass-rate-base": "", "report-path": str(path.parent / "report.html"),
-        "comment-path": str(path.parent / "comment.md"), "results-path": str(path), "repair-pr-number": "",
-    }  # fmt: skip
+        "verdict": "pass",
+        "regressions": "0",
+        "fixes": "0",
+        "pass-rate-head": _rate(run.summary.pass_rate),
+        "pass-rate-base": "",
+        "report-path": str(path.parent / "report.html"),
+        "comment-path": str(path.parent / "comment.md"),
+        "results-path": str(path),
+        "repair-pr-number": "",
+    }
 
 
 def write_untrusted_payload(out_dir: Path, ctx: ActionContext, payload: CheckPayload) -> Path:
     """For the `workflow_run` job that posts a fork's results: the PR, the head, the check run; the comment is
     comment.md beside it."""
-    data = {"pr_number": ctx.event.pr_number, "head_repository": ctx.event.head_repository,
-            "head_ref": ctx.event.head_ref, "check_run": payload.to_json()}  # fmt: skip
+    data = {
+        "pr_number": ctx.event.pr_number,
+        "head_repository": ctx.event.head_repository,
+        "head_ref": ctx.event.head_ref,
+        "check_run": payload.to_json(),
+    }
     path = out_dir / PAYLOAD_FILE
     write_json_atomic(path, json.dumps(data, indent=2) + "\n")
     return path

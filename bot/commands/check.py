@@ -53,13 +53,17 @@ Say = Callable[[str], None]
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("suite", nargs="?", help="suite folder or file (default: `suite` in sqlcanary.yml)")
-    p.add_argument("--base", help="the commit to compare with (default: origin/$SQLCANARY_BASE_BRANCH, "
-                                  "origin/main, main)")  # fmt: skip
+    p.add_argument(
+        "--base",
+        help="the commit to compare with (default: origin/$SQLCANARY_BASE_BRANCH, origin/main, main)",
+    )
     p.add_argument("--head", help="the commit under review (default: the working tree, as it is)")
     p.add_argument("--config", help="sqlcanary.yml (default: the suite folder's, then ./sqlcanary.yml)")
     add_run_arguments(p)
-    p.add_argument("--out", help=f"folder for base.json, head.json, comparison.json, comment.md "
-                                 f"(default: {DEFAULT_OUT_DIR})")  # fmt: skip
+    p.add_argument(
+        "--out",
+        help=f"folder for base.json, head.json, comparison.json, comment.md (default: {DEFAULT_OUT_DIR})",
+    )
     p.add_argument("--force", action="store_true", help="compare even when fixtures or settings differ")
     p.add_argument("--no-base-cache", action="store_true", help="evaluate the base even when a run is cached")
     add_gate_arguments(p)
@@ -103,11 +107,16 @@ class BaseKey:
         """A cached run is used only when it says it is this commit's, with these fingerprints: a file planted
         under the key's name (by a commit, or another job's cache) is never taken on its name alone."""
         m = run.meta
-        return (m.git_sha == self.sha and m.agent_fingerprint == self.agent_fingerprint
-                and m.kb_fingerprint == self.kb_fingerprint)  # fmt: skip
+        return (
+            m.git_sha == self.sha
+            and m.agent_fingerprint == self.agent_fingerprint
+            and m.kb_fingerprint == self.kb_fingerprint
+        )
 
 
-def base_run_key(req: RunRequest, tree: Tree, repo: Path, server: Server, settings: Settings) -> BaseKey | None:
+def base_run_key(
+    req: RunRequest, tree: Tree, repo: Path, server: Server, settings: Settings
+) -> BaseKey | None:
     """(base sha, config file, suite, fixtures, agent and KB fingerprints, repeats, preset, case selection,
     evaluator and sqlcanary versions); None when the agent's answers may change with nothing here changing (a
     remote agent, or one whose inputs cannot be fingerprinted): its base run is then never reused."""
@@ -119,15 +128,24 @@ def base_run_key(req: RunRequest, tree: Tree, repo: Path, server: Server, settin
         return None
     used = sorted({c.db for c in cases})
     config_hash = hashlib.sha256(tree.config_file.read_bytes()).hexdigest() if tree.config_file else ""
-    key = run_cache_key({
-        "base_sha": tree.sha, "config": config_hash, "suite": suite.content_hash,
-        "fixtures": {db: fixture_fingerprint(suite.databases[db], server) for db in used},
-        "agent": agent_fp, "kb": kb_fp, "repeats": req.repeat, "preset": req.preset or tree.config.preset,
-        "cases": [c.id for c in cases], "statement_timeout": req.statement_timeout or tree.config.statement_timeout,
-        "row_cap": req.row_cap or tree.config.row_cap, "agent_timeout": choice.timeout_s,
-        "evaluator": EVALUATOR_VERSION,
-        "sqlcanary": sqlcanary_version(),
-    })  # fmt: skip
+    key = run_cache_key(
+        {
+            "base_sha": tree.sha,
+            "config": config_hash,
+            "suite": suite.content_hash,
+            "fixtures": {db: fixture_fingerprint(suite.databases[db], server) for db in used},
+            "agent": agent_fp,
+            "kb": kb_fp,
+            "repeats": req.repeat,
+            "preset": req.preset or tree.config.preset,
+            "cases": [c.id for c in cases],
+            "statement_timeout": req.statement_timeout or tree.config.statement_timeout,
+            "row_cap": req.row_cap or tree.config.row_cap,
+            "agent_timeout": choice.timeout_s,
+            "evaluator": EVALUATOR_VERSION,
+            "sqlcanary": sqlcanary_version(),
+        }
+    )
     return BaseKey(key=key, sha=tree.sha, agent_fingerprint=agent_fp, kb_fingerprint=kb_fp)
 
 
@@ -140,8 +158,10 @@ def _base_run(
     cache = RunCache(settings.cache_dir)
     cached = cache.get(key.key) if key else None
     if key and cached is not None and not key.matches(cached):
-        say(f"base {tree.describe()}: the cached run {cache.path(key.key)} is not this commit's run (its sha or "
-            "fingerprints differ): not used")  # fmt: skip
+        say(
+            f"base {tree.describe()}: the cached run {cache.path(key.key)} is not this commit's run (its sha or "
+            "fingerprints differ): not used"
+        )
         cached = None
     if key and cached is not None:
         say(f"base {tree.describe()}: reusing the cached run {cache.path(key.key)}")
@@ -154,18 +174,28 @@ def _base_run(
     return run, False
 
 
-def run_baseline(req: CheckRequest, settings: Settings, *, out: Path, say: Say = lambda _: None) -> tuple[RunResult, bool]:
+def run_baseline(
+    req: CheckRequest, settings: Settings, *, out: Path, say: Say = lambda _: None
+) -> tuple[RunResult, bool]:
     """Evaluate the checked-out commit as a future base and cache it (a push to the default branch): a later
     check whose base is this commit then reuses it. The checkout must be clean, as a worktree of it would be."""
     repo = toplevel(Path.cwd())
     tree = open_tree(req.run, label="base", repo=repo, root=repo, sha=git_sha(repo), working=True)
-    server = provision(dsn=database_url(req.run.dsn, tree.config, settings.database_url),
-                       mode=req.run.postgres or tree.config.postgres, cache_dir=settings.embedded_dir)  # fmt: skip
+    server = provision(
+        dsn=database_url(req.run.dsn, tree.config, settings.database_url),
+        mode=req.run.postgres or tree.config.postgres,
+        cache_dir=settings.embedded_dir,
+    )
     return _base_run(req, tree, repo, server, out, settings, say)
 
 
 def write_reports(
-    comparison: Comparison, base: RunResult | None, head: RunResult, out_dir: Path, *, secrets: tuple[str, ...]
+    comparison: Comparison,
+    base: RunResult | None,
+    head: RunResult,
+    out_dir: Path,
+    *,
+    secrets: tuple[str, ...],
 ) -> tuple[str, ...]:
     """comparison.json and the sticky comment beside the runs (base.json, head.json) already in `out_dir`."""
     from bot.report.render import render
@@ -194,9 +224,13 @@ def _gold(req: CheckRequest, head: Tree, repo: Path) -> dict[str, tuple[str, ...
 
 
 def _explained(
-    comparison: Comparison, diff: tuple[FileDiff, ...], *, roots: tuple[str, ...],
-    gold: dict[str, tuple[str, ...]], linked: bool,
-) -> Comparison:  # fmt: skip
+    comparison: Comparison,
+    diff: tuple[FileDiff, ...],
+    *,
+    roots: tuple[str, ...],
+    gold: dict[str, tuple[str, ...]],
+    linked: bool,
+) -> Comparison:
     if linked:
         return explain_comparison(comparison, diff, roots=roots, gold=gold)
     cases = tuple(c.model_copy(update={"gold_sql": gold.get(c.id, c.gold_sql)}) for c in comparison.cases)
@@ -224,8 +258,11 @@ def run_check(req: CheckRequest, settings: Settings, *, say: Say = lambda _: Non
         head = replace(head, notes=(*cache_notes, *head.notes))
         for note in head.notes:
             say(note)
-        server = provision(dsn=database_url(req.run.dsn, head.config, settings.database_url),
-                           mode=req.run.postgres or head.config.postgres, cache_dir=settings.embedded_dir)  # fmt: skip
+        server = provision(
+            dsn=database_url(req.run.dsn, head.config, settings.database_url),
+            mode=req.run.postgres or head.config.postgres,
+            cache_dir=settings.embedded_dir,
+        )
         if base is None:
             say(f"no baseline: {NO_BASELINE}; the head is judged alone")
             (out_dir / "base.json").unlink(missing_ok=True)
@@ -250,18 +287,29 @@ def run_check(req: CheckRequest, settings: Settings, *, say: Say = lambda _: Non
             comparison = compare_head_only(head_run, gate=gate, reason=NO_BASELINE)
         else:
             cross = _judged_by_base(req, base, head_run, base_run, repo, server, out_dir, settings, say)
-            comparison = compare_runs(base_run, head_run, gate=gate, force=req.force, edited_against_base=cross)
+            comparison = compare_runs(
+                base_run, head_run, gate=gate, force=req.force, edited_against_base=cross
+            )
     comparison = _explained(comparison, diff, roots=roots, gold=gold, linked=base_run is not None)
     if head.notes:
         comparison = comparison.model_copy(update={"warnings": (*head.notes, *comparison.warnings)})
     if settings.secrets:  # the diff and the suite's gold SQL come from the trees, not from the masked runs
         comparison = redact_model(comparison, settings.secrets)
     files = write_reports(comparison, base_run, head_run, out_dir, secrets=settings.secrets)
-    return CheckResult(base=base_run, head=head_run, comparison=comparison, out_dir=out_dir, files=files,
-                       base_sha=base_sha, head_sha=head.sha)  # fmt: skip
+    return CheckResult(
+        base=base_run,
+        head=head_run,
+        comparison=comparison,
+        out_dir=out_dir,
+        files=files,
+        base_sha=base_sha,
+        head_sha=head.sha,
+    )
 
 
-def _unplanted(settings: Settings, repo: Path, head: Tree, stack: ExitStack) -> tuple[Settings, tuple[str, ...]]:
+def _unplanted(
+    settings: Settings, repo: Path, head: Tree, stack: ExitStack
+) -> tuple[Settings, tuple[str, ...]]:
     """The settings with a cache folder no commit planted anything in: when git tracks a file under the cache
     folder, or the head commit holds one, no file there is read (a committed `runs/<key>.json` or answer would
     otherwise decide the verdict); the check runs with a fresh, empty cache instead, and says so."""
@@ -271,8 +319,10 @@ def _unplanted(settings: Settings, repo: Path, head: Tree, stack: ExitStack) -> 
         return settings, ()
     fresh = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sqlcanary-cache-")))
     env = MappingProxyType({**settings.environ, ENV_CACHE_DIR: str(fresh)})
-    note = (f"the cache folder holds {len(planted)} file(s) a commit put there (`{planted[0]}`): no file there is "
-            "read, and this check ran without a cache")  # fmt: skip
+    note = (
+        f"the cache folder holds {len(planted)} file(s) a commit put there (`{planted[0]}`): no file there is "
+        "read, and this check ran without a cache"
+    )
     return replace(settings, cache_dir=fresh, environ=env), (note,)
 
 
@@ -280,16 +330,27 @@ def _edited_ids(base_run: RunResult, head_run: RunResult) -> list[str]:
     """Cases the head edited (same id, other question, database, gold or category) that passed on the base."""
     base = {c.id: c for c in base_run.cases}
     return [
-        c.id for c in head_run.cases
-        if c.id in base and base[c.id].status == "passed" and c.case_hash and base[c.id].case_hash
+        c.id
+        for c in head_run.cases
+        if c.id in base
+        and base[c.id].status == "passed"
+        and c.case_hash
+        and base[c.id].case_hash
         and c.case_hash != base[c.id].case_hash
-    ]  # fmt: skip
+    ]
 
 
 def _judged_by_base(
-    req: CheckRequest, base: Tree, head_run: RunResult, base_run: RunResult, repo: Path, server: Server,
-    out_dir: Path, settings: Settings, say: Say,
-) -> dict[str, str]:  # fmt: skip
+    req: CheckRequest,
+    base: Tree,
+    head_run: RunResult,
+    base_run: RunResult,
+    repo: Path,
+    server: Server,
+    out_dir: Path,
+    settings: Settings,
+    say: Say,
+) -> dict[str, str]:
     """{case id: status} of the head's answers to the cases it edited, judged by the base's version of each case
     (in the base's tree, by the base's gold): a pull request cannot rewrite a gold to match its own break."""
     ids = _edited_ids(base_run, head_run)

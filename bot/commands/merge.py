@@ -15,8 +15,16 @@ from bot.results import CaseResult, RunMeta, RunResult, read_run, summarize, wri
 from bot.settings import Settings
 
 # Fields every shard must share: runs that differ in one of them do not add up to one run.
-SAME_FIELDS = ("suite_hash", "evaluator_version", "preset", "agent", "agent_fingerprint", "kb_fingerprint",
-               "repeats", "filters")  # fmt: skip
+SAME_FIELDS = (
+    "suite_hash",
+    "evaluator_version",
+    "preset",
+    "agent",
+    "agent_fingerprint",
+    "kb_fingerprint",
+    "repeats",
+    "filters",
+)
 _SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
 
 

@@ -132,8 +132,9 @@ def git_commit(root: Path, files: tuple[str, ...], message: str) -> str:
     """Commit exactly `files` (relative to root) on the current branch; return the new commit's sha."""
 
     def git(*a: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["git", *a], cwd=root, capture_output=True, text=True, timeout=60,
-                              stdin=subprocess.DEVNULL)  # fmt: skip
+        return subprocess.run(
+            ["git", *a], cwd=root, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+        )
 
     if git("rev-parse", "--is-inside-work-tree").returncode != 0:
         raise ConfigError("--commit: the config folder is not in a git repository", path=str(root))
@@ -158,17 +159,36 @@ def main(args: argparse.Namespace, settings: Settings) -> int:
         raise ConfigError("no suite: pass --suite or set `suite:` in sqlcanary.yml", path=args.run_file)
     suite = load_suite(suite_path)
     base = base_pass_rate(read_run(args.base), suite) if args.base else None
-    client = _NoLLM() if args.no_repair else make_client(config, max_calls=args.max_llm_calls, settings=settings)
-    server = provision(dsn=database_url(args.dsn, config, settings.database_url),
-                       mode=args.postgres or config.postgres, cache_dir=settings.embedded_dir)  # fmt: skip
+    client = (
+        _NoLLM() if args.no_repair else make_client(config, max_calls=args.max_llm_calls, settings=settings)
+    )
+    server = provision(
+        dsn=database_url(args.dsn, config, settings.database_url),
+        mode=args.postgres or config.postgres,
+        cache_dir=settings.embedded_dir,
+    )
     if not args.quiet:
-        print(f"sqlcanary: repairing {sum(c.status == 'failed' for c in run.cases)} failing case(s) of "
-              f"{suite.name} (PostgreSQL {server.version})", file=sys.stderr)  # fmt: skip
-    outcome = repair(run, config=config, suite=suite, server=server, client=client,
-                     max_failures=args.max_failures, max_retries=args.max_retries,
-                     max_llm_calls=args.max_llm_calls, max_critique=args.max_critique, dry_run=args.dry_run,
-                     evaluate_only=args.no_repair, base_pass_rate=base, settings=settings,
-                     comparison=_check_comparison(args, run))  # fmt: skip
+        print(
+            f"sqlcanary: repairing {sum(c.status == 'failed' for c in run.cases)} failing case(s) of "
+            f"{suite.name} (PostgreSQL {server.version})",
+            file=sys.stderr,
+        )
+    outcome = repair(
+        run,
+        config=config,
+        suite=suite,
+        server=server,
+        client=client,
+        max_failures=args.max_failures,
+        max_retries=args.max_retries,
+        max_llm_calls=args.max_llm_calls,
+        max_critique=args.max_critique,
+        dry_run=args.dry_run,
+        evaluate_only=args.no_repair,
+        base_pass_rate=base,
+        settings=settings,
+        comparison=_check_comparison(args, run),
+    )
     out = Path(args.out or DEFAULT_OUT)
     write_json_atomic(out / "outcome.json", outcome.model_dump_json(indent=2) + "\n")
     write_json_atomic(out / "kb.diff", outcome.kb_diff)

@@ -88,7 +88,9 @@ class CheckRequest:
     out_dir: str | None = None
     force: bool = False
     no_base_cache: bool = False
-    gate: Mapping[str, Any] = field(default_factory=dict)  # the gate flags the user gave (they win over config)
+    gate: Mapping[str, Any] = field(
+        default_factory=dict
+    )  # the gate flags the user gave (they win over config)
     # Without a base config (the first pull request), use the head's config as it is. The Action says False: a
     # pull request's config then never routes data or secrets (bot.trusted_config.head_config_alone).
     trust_head_config: bool = True

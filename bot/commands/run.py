@@ -97,9 +97,18 @@ class AgentChoice:
         every secret of `settings` is masked out of what it answers; with a sandbox, every process of the agent
         runs as its unprivileged user (bot.agents.sandbox)."""
         env = agent_environment(settings.environ, allow=self.inputs.env)
-        return make_agent(self.spec, AgentContext(base_dir=self.base_dir, options=self.options, timeout_s=self.timeout_s,
-                                                  env=env, secrets=settings.secrets, settings=settings,
-                                                  sandbox=sandbox))  # fmt: skip
+        return make_agent(
+            self.spec,
+            AgentContext(
+                base_dir=self.base_dir,
+                options=self.options,
+                timeout_s=self.timeout_s,
+                env=env,
+                secrets=settings.secrets,
+                settings=settings,
+                sandbox=sandbox,
+            ),
+        )
 
 
 def choose_agent(req: RunRequest, config: Config, *, cwd: str | None = None) -> AgentChoice:
@@ -114,8 +123,14 @@ def choose_agent(req: RunRequest, config: Config, *, cwd: str | None = None) -> 
         options["config"] = config.config_file  # the llm agent reads its `llm:` settings and `kb.paths` there
     declared = config.agent if from_config and config.agent else None
     inputs = AgentInputs(globs=declared.inputs, env=declared.env) if declared else AgentInputs()
-    return AgentChoice(spec=spec, options=options, base_dir=base, timeout_s=timeout, inputs=inputs,
-                       remote=bool(declared and declared.remote))  # fmt: skip
+    return AgentChoice(
+        spec=spec,
+        options=options,
+        base_dir=base,
+        timeout_s=timeout,
+        inputs=inputs,
+        remote=bool(declared and declared.remote),
+    )
 
 
 def fingerprints(
@@ -124,12 +139,22 @@ def fingerprints(
     """(agent fingerprint, KB fingerprint) of a run of `suite` started in `cwd` (default: the current folder).
     The agent fingerprint is None when what the agent reads cannot be known: its answers are then not cached."""
     kb_fp = kb_fingerprint(config)
-    agent_fp = agent_fingerprint(choice.spec, choice.options, choice.base_dir, kb_fp, cwd=cwd, inputs=choice.inputs,
-                                 environ=settings.environ, exclude=suite.files)  # fmt: skip
+    agent_fp = agent_fingerprint(
+        choice.spec,
+        choice.options,
+        choice.base_dir,
+        kb_fp,
+        cwd=cwd,
+        inputs=choice.inputs,
+        environ=settings.environ,
+        exclude=suite.files,
+    )
     return agent_fp, kb_fp
 
 
-def answer_cache(req: RunRequest, config: Config, choice: AgentChoice, settings: Settings) -> AnswerCache | None:
+def answer_cache(
+    req: RunRequest, config: Config, choice: AgentChoice, settings: Settings
+) -> AnswerCache | None:
     enabled = config.cache.answers and not req.no_answer_cache and settings.answer_cache
     usable = enabled and uses_answer_cache(choice.spec) and not choice.remote
     return AnswerCache(settings.cache_dir) if usable else None
@@ -157,7 +182,9 @@ class LLMJudge:
         from bot.llm import LLMClient
         from bot.llm.cache import ReplyCache
 
-        self.client = LLMClient(config.llm, environ=settings.environ, cache=ReplyCache(settings.cache_dir / "llm"))
+        self.client = LLMClient(
+            config.llm, environ=settings.environ, cache=ReplyCache(settings.cache_dir / "llm")
+        )
 
     def __call__(self, case: Case, sql: str):
         from bot.scoring.llm_judge import llm_judge_verdict
@@ -171,7 +198,13 @@ class LLMJudge:
 
 
 def run_options(
-    req: RunRequest, config: Config, choice: AgentChoice, suite: Suite, settings: Settings, *, out: Path | None
+    req: RunRequest,
+    config: Config,
+    choice: AgentChoice,
+    suite: Suite,
+    settings: Settings,
+    *,
+    out: Path | None,
 ) -> RunOptions:
     jobs = req.jobs or config.jobs or 2
     timeout = req.statement_timeout or config.statement_timeout
@@ -225,8 +258,11 @@ def _evaluate(
     assert out is not None
     jobs = opts.jobs
     agent = choice.start(settings, sandbox)
-    server = provision(dsn=database_url(req.dsn, config, settings.database_url),
-                       mode=req.postgres or config.postgres, cache_dir=settings.embedded_dir)  # fmt: skip
+    server = provision(
+        dsn=database_url(req.dsn, config, settings.database_url),
+        mode=req.postgres or config.postgres,
+        cache_dir=settings.embedded_dir,
+    )
     if not req.quiet:
         print(
             f"sqlcanary: suite {suite.name}: {len(cases)} case(s){_shard_note(opts)}, agent {agent.name}, "

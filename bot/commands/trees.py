@@ -44,7 +44,9 @@ class Tree:
     config: Config
     config_file: Path | None
     working: bool = False  # the user's own checkout, not a temporary worktree
-    notes: tuple[str, ...] = ()  # head settings the base's config overruled (bot.trusted_config), for the report
+    notes: tuple[
+        str, ...
+    ] = ()  # head settings the base's config overruled (bot.trusted_config), for the report
 
     def describe(self) -> str:
         sha = self.sha[:12] if self.sha else "no commit"
@@ -70,13 +72,17 @@ def _config_file(req: RunRequest, repo: Path, root: Path, cwd: Path) -> Path | N
     return next((f / n for f in folders for n in CONFIG_NAMES if (f / n).is_file()), None)
 
 
-def open_tree(req: RunRequest, *, label: str, repo: Path, root: Path, sha: str | None, working: bool = False) -> Tree:
+def open_tree(
+    req: RunRequest, *, label: str, repo: Path, root: Path, sha: str | None, working: bool = False
+) -> Tree:
     cwd = inside(Path.cwd(), repo, root)
     if not cwd.is_dir():
         raise ConfigError(f"the current folder does not exist in the {label} commit", path=str(cwd))
     config_file = _config_file(req, repo, root, cwd)
     config = load_config(config_file) if config_file else Config(base_dir=str(cwd))
-    return Tree(label=label, root=root, sha=sha, cwd=cwd, config=config, config_file=config_file, working=working)
+    return Tree(
+        label=label, root=root, sha=sha, cwd=cwd, config=config, config_file=config_file, working=working
+    )
 
 
 def _from_cwd(path: Path, tree: Tree) -> str:
@@ -90,7 +96,11 @@ def tree_request(req: RunRequest, tree: Tree, repo: Path, *, relative: bool) -> 
     if suite is None and tree.config.suite:
         suite = tree.config.path(tree.config.suite).resolve()
     where = (_from_cwd(suite, tree) if relative else str(suite)) if suite else None
-    config = (_from_cwd(tree.config_file, tree) if relative else str(tree.config_file)) if tree.config_file else None
+    config = (
+        (_from_cwd(tree.config_file, tree) if relative else str(tree.config_file))
+        if tree.config_file
+        else None
+    )
     return replace(req, suite=where, config=config, shard=None)
 
 
@@ -108,7 +118,9 @@ def child_environment(settings: Settings, tree: Tree, server: Server) -> dict[st
     return env
 
 
-def evaluate_tree(req: RunRequest, tree: Tree, repo: Path, server: Server, out: Path, settings: Settings) -> RunResult:
+def evaluate_tree(
+    req: RunRequest, tree: Tree, repo: Path, server: Server, out: Path, settings: Settings
+) -> RunResult:
     """`sqlcanary run` in the tree, in a child process; its RunResult is written to `out`."""
     code = _BOOT.format(root=str(Path(bot.__file__).resolve().parents[1]))
     out.unlink(missing_ok=True)  # never mistake an earlier check's file for this run's
@@ -118,8 +130,13 @@ def evaluate_tree(req: RunRequest, tree: Tree, repo: Path, server: Server, out: 
         resolved = write_resolved(tree.config, Path(private) / f"{tree.label}.json")
         child = replace(tree_request(req, tree, repo, relative=True), out=str(out), config=str(resolved))
         argv = [sys.executable, "-c", code, *child.run_argv()]
-        proc = subprocess.Popen(argv, cwd=tree.cwd, env=child_environment(settings, tree, server),
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)  # fmt: skip
+        proc = subprocess.Popen(
+            argv,
+            cwd=tree.cwd,
+            env=child_environment(settings, tree, server),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+        )
         try:
             rc = proc.wait()
         except BaseException:
@@ -128,8 +145,10 @@ def evaluate_tree(req: RunRequest, tree: Tree, repo: Path, server: Server, out: 
     if rc == EXIT_INTERRUPTED:
         raise KeyboardInterrupt
     if rc not in (0, EXIT_BUG) or not out.is_file():
-        raise ConfigError(f"evaluating the {tree.label} ({tree.describe()}) failed with exit code {rc}; "
-                          "the error is printed above")  # fmt: skip
+        raise ConfigError(
+            f"evaluating the {tree.label} ({tree.describe()}) failed with exit code {rc}; "
+            "the error is printed above"
+        )
     # The child never held this process's secrets (its environment is allow-listed), but its agent may have
     # printed one it found: mask them in the run before anything keeps or shows it.
     run = read_run(out)
@@ -182,8 +201,10 @@ def decide_head(req: RunRequest, head: Tree, base: Tree | None, *, trust_alone: 
     if moved is not None:
         config = config.model_copy(update={"suite": moved})
         notes = tuple(n for n in notes if not n.startswith("the head's `suite:"))
-        notes += (f"the suite moved from `{base.config.suite}` to `{moved}`: the head's cases there are compared "
-                  "case by case with the base's suite",)  # fmt: skip
+        notes += (
+            f"the suite moved from `{base.config.suite}` to `{moved}`: the head's cases there are compared "
+            "case by case with the base's suite",
+        )
     return replace(head, config=config, notes=notes)
 
 
@@ -209,10 +230,23 @@ def pr_diff(repo: Path, base_sha: str, head_sha: str | None) -> tuple[FileDiff, 
     The two evaluated trees are diffed directly, not `base...head` from their merge base: the runs' `used` line
     numbers are those of these two trees, and a shallow CI checkout may not hold the merge base at all. An
     error gives no diff (the reports then say the regressions are not explained), never a failed check."""
-    argv = ["git", "-c", "core.quotePath=false", "diff", "--unified=0", "--no-color", "--no-ext-diff",
-            "--no-renames", base_sha, *([head_sha] if head_sha else []), "--"]  # fmt: skip
+    argv = [
+        "git",
+        "-c",
+        "core.quotePath=false",
+        "diff",
+        "--unified=0",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-renames",
+        base_sha,
+        *([head_sha] if head_sha else []),
+        "--",
+    ]
     try:
-        out = subprocess.run(argv, cwd=repo, capture_output=True, timeout=_DIFF_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        out = subprocess.run(
+            argv, cwd=repo, capture_output=True, timeout=_DIFF_TIMEOUT_S, stdin=subprocess.DEVNULL
+        )
     except (OSError, subprocess.TimeoutExpired):
         return ()
     if out.returncode != 0:
@@ -225,8 +259,13 @@ def pr_diff(repo: Path, base_sha: str, head_sha: str | None) -> tuple[FileDiff, 
 
 def _untracked(repo: Path) -> list[FileDiff]:
     try:
-        out = subprocess.run(["git", "ls-files", "-z", "--others", "--exclude-standard"], cwd=repo,
-                             capture_output=True, timeout=_DIFF_TIMEOUT_S, stdin=subprocess.DEVNULL)  # fmt: skip
+        out = subprocess.run(
+            ["git", "ls-files", "-z", "--others", "--exclude-standard"],
+            cwd=repo,
+            capture_output=True,
+            timeout=_DIFF_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return []
     names = [n for n in out.stdout.decode("utf-8", "replace").split("\0") if n][:MAX_UNTRACKED]

@@ -74,8 +74,12 @@ def error_outcome(exc: psycopg2.Error, started: float) -> Outcome:
             "transaction control is not allowed: the case's transaction is rolled back",
             ("forbidden_statement"),
         )
-    return Outcome(error=message.removeprefix("ERROR:").strip(), error_class=error_class,
-                   sqlstate=getattr(exc, "pgcode", None), duration_s=time.perf_counter() - started)  # fmt: skip
+    return Outcome(
+        error=message.removeprefix("ERROR:").strip(),
+        error_class=error_class,
+        sqlstate=getattr(exc, "pgcode", None),
+        duration_s=time.perf_counter() - started,
+    )
 
 
 def byte_cap_reason(cap: int) -> str:

@@ -77,8 +77,10 @@ def _connect_admin(dsn: str, *, attempts: int = 1, delay: float = 1.0) -> Server
             try:
                 conn.autocommit = True
                 with conn.cursor() as cur:
-                    cur.execute("SELECT current_setting('server_version'), current_setting('server_version_num')::int,"
-                                " rolsuper FROM pg_roles WHERE rolname = current_user")  # fmt: skip
+                    cur.execute(
+                        "SELECT current_setting('server_version'), current_setting('server_version_num')::int,"
+                        " rolsuper FROM pg_roles WHERE rolname = current_user"
+                    )
                     row = cur.fetchone()
                     if row is None:
                         raise DatabaseError(f"the role in {redact(dsn)} is not in pg_roles")

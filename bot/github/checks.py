@@ -121,16 +121,27 @@ def publish_check_run(
     extra: dict[str, Any] = {"details_url": details_url} if details_url else {}
     try:
         run = repo.create_check_run(
-            name, head_sha, status="completed", conclusion=conclusion,
-            output=output | ({"annotations": batches[0]} if batches[0] else {}), **extra,
-        )  # fmt: skip
+            name,
+            head_sha,
+            status="completed",
+            conclusion=conclusion,
+            output=output | ({"annotations": batches[0]} if batches[0] else {}),
+            **extra,
+        )
     except API_ERRORS as exc:
         if not _forbidden(exc):
             raise api_error(f"create check run {name!r}", exc) from exc
         assert isinstance(exc, GithubException)
-        return _publish_status(repo, name=name, head_sha=head_sha, conclusion=conclusion, title=title,
-                               details_url=details_url, dropped=len(annotations) - len(kept),
-                               why=f"check runs refused (HTTP 403: {exc.message}); posted a commit status")  # fmt: skip
+        return _publish_status(
+            repo,
+            name=name,
+            head_sha=head_sha,
+            conclusion=conclusion,
+            title=title,
+            details_url=details_url,
+            dropped=len(annotations) - len(kept),
+            why=f"check runs refused (HTTP 403: {exc.message}); posted a commit status",
+        )
     try:
         for batch in batches[1:]:
             run.edit(output=output | {"annotations": batch})
@@ -140,9 +151,16 @@ def publish_check_run(
 
 
 def _publish_status(
-    repo: Repository, *, name: str, head_sha: str, conclusion: Conclusion, title: str,
-    details_url: str | None, dropped: int, why: str,
-) -> CheckPublication:  # fmt: skip
+    repo: Repository,
+    *,
+    name: str,
+    head_sha: str,
+    conclusion: Conclusion,
+    title: str,
+    details_url: str | None,
+    dropped: int,
+    why: str,
+) -> CheckPublication:
     """The commit status that stands in for a check run: state, ≤ 140 characters, context = the check's name."""
     payload: dict[str, Any] = {
         "state": _STATUS_STATE[conclusion],

@@ -18,8 +18,14 @@ _TIMEOUT_S = 300
 
 def _git(repo: Path, *args: str, config: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
     extra = [item for c in config for item in ("-c", c)]
-    return subprocess.run(["git", *extra, *args], cwd=repo, capture_output=True, text=True, timeout=_TIMEOUT_S,
-                          stdin=subprocess.DEVNULL)  # fmt: skip
+    return subprocess.run(
+        ["git", *extra, *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=_TIMEOUT_S,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def has_commit(repo: Path, sha: str) -> bool:
@@ -35,8 +41,10 @@ def ensure_commit(repo: Path, sha: str, *, token: str | None, remote: str = "ori
         return False
     url = _git(repo, "remote", "get-url", remote)
     if url.returncode != 0:
-        raise ConfigError(f"the base commit {sha[:12]} is not in the checkout and it has no remote `{remote}` "
-                          "to fetch it from: use actions/checkout with fetch-depth: 0")  # fmt: skip
+        raise ConfigError(
+            f"the base commit {sha[:12]} is not in the checkout and it has no remote `{remote}` "
+            "to fetch it from: use actions/checkout with fetch-depth: 0"
+        )
     config: tuple[str, ...] = ()
     if token and url.stdout.strip().startswith(("https://", "http://")):
         basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
@@ -47,8 +55,10 @@ def ensure_commit(repo: Path, sha: str, *, token: str | None, remote: str = "ori
     if done.returncode != 0 or not has_commit(repo, sha):
         detail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]
         detail_text = scrub(detail[0], (token,)) if token else detail[0]
-        raise ConfigError(f"cannot fetch the base commit {sha[:12]} from `{remote}`: {detail_text[:300]} "
-                          "(give the job `contents: read`, or use actions/checkout with fetch-depth: 0)")  # fmt: skip
+        raise ConfigError(
+            f"cannot fetch the base commit {sha[:12]} from `{remote}`: {detail_text[:300]} "
+            "(give the job `contents: read`, or use actions/checkout with fetch-depth: 0)"
+        )
     return True
 
 

@@ -20,8 +20,17 @@ from bot.results import FrozenModel
 
 Mode = Literal["check", "baseline", "repair", "sweep"]
 # What the action writes to GITHUB_OUTPUT (action.yml declares the same names).
-OUTPUTS = ("verdict", "regressions", "fixes", "pass-rate-head", "pass-rate-base", "report-path", "comment-path",
-           "results-path", "repair-pr-number")  # fmt: skip
+OUTPUTS = (
+    "verdict",
+    "regressions",
+    "fixes",
+    "pass-rate-head",
+    "pass-rate-base",
+    "report-path",
+    "comment-path",
+    "results-path",
+    "repair-pr-number",
+)
 _TRUE = ("true", "yes", "1", "on")
 _FALSE = ("false", "no", "0", "off")
 
@@ -71,7 +80,9 @@ class ActionInputs(FrozenModel):
 
     @property
     def secrets(self) -> tuple[str, ...]:
-        return tuple(v for v in (self.github_token, self.repair_token, self.openai_api_key, self.database_url) if v)
+        return tuple(
+            v for v in (self.github_token, self.repair_token, self.openai_api_key, self.database_url) if v
+        )
 
 
 def input_names() -> tuple[str, ...]:
@@ -94,8 +105,11 @@ def read_inputs(environ: Mapping[str, str]) -> ActionInputs:
     except ValidationError as exc:
         err = exc.errors()[0]
         name = str(err["loc"][0]).replace("_", "-") if err["loc"] else "?"
-        shown = "" if name in ("github-token", "repair-token", "openai-api-key", "database-url") else (
-            f" (got {values.get(str(err['loc'][0]), '')!r})")  # fmt: skip
+        shown = (
+            ""
+            if name in ("github-token", "repair-token", "openai-api-key", "database-url")
+            else (f" (got {values.get(str(err['loc'][0]), '')!r})")
+        )
         raise ConfigError(f"input `{name}`: {err['msg']}{shown}") from None
 
 
@@ -119,10 +133,14 @@ class RunnerContext:
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str]) -> RunnerContext:
-        missing = [k for k in ("GITHUB_EVENT_NAME", "GITHUB_EVENT_PATH", "GITHUB_REPOSITORY") if not environ.get(k)]
+        missing = [
+            k for k in ("GITHUB_EVENT_NAME", "GITHUB_EVENT_PATH", "GITHUB_REPOSITORY") if not environ.get(k)
+        ]
         if missing:
-            raise ConfigError(f"not running as a GitHub Action: {', '.join(missing)} is not set "
-                              "(run `sqlcanary check` on a machine instead)")  # fmt: skip
+            raise ConfigError(
+                f"not running as a GitHub Action: {', '.join(missing)} is not set "
+                "(run `sqlcanary check` on a machine instead)"
+            )
 
         def path(name: str) -> Path | None:
             return Path(environ[name]) if environ.get(name) else None

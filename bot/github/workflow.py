@@ -105,30 +105,79 @@ def command(name: str, message: str = "", **properties: str | int | None) -> str
     return f"::{name}{' ' + props if props else ''}::{escape_data(message)}"
 
 
-def _annotation(kind: Literal["error", "warning", "notice"], message: str, *, title: str | None,
-                file: str | None, line: int | None, end_line: int | None,
-                col: int | None, end_column: int | None) -> str:  # fmt: skip
+def _annotation(
+    kind: Literal["error", "warning", "notice"],
+    message: str,
+    *,
+    title: str | None,
+    file: str | None,
+    line: int | None,
+    end_line: int | None,
+    col: int | None,
+    end_column: int | None,
+) -> str:
     return command(
         kind, message, title=title, file=file, line=line, endLine=end_line, col=col, endColumn=end_column
     )
 
 
-def error(message: str, *, title: str | None = None, file: str | None = None, line: int | None = None,
-          end_line: int | None = None, col: int | None = None, end_column: int | None = None) -> str:  # fmt: skip
-    return _annotation("error", message, title=title, file=file, line=line, end_line=end_line, col=col,
-                       end_column=end_column)  # fmt: skip
+def error(
+    message: str,
+    *,
+    title: str | None = None,
+    file: str | None = None,
+    line: int | None = None,
+    end_line: int | None = None,
+    col: int | None = None,
+    end_column: int | None = None,
+) -> str:
+    return _annotation(
+        "error", message, title=title, file=file, line=line, end_line=end_line, col=col, end_column=end_column
+    )
 
 
-def warning(message: str, *, title: str | None = None, file: str | None = None, line: int | None = None,
-            end_line: int | None = None, col: int | None = None, end_column: int | None = None) -> str:  # fmt: skip
-    return _annotation("warning", message, title=title, file=file, line=line, end_line=end_line, col=col,
-                       end_column=end_column)  # fmt: skip
+def warning(
+    message: str,
+    *,
+    title: str | None = None,
+    file: str | None = None,
+    line: int | None = None,
+    end_line: int | None = None,
+    col: int | None = None,
+    end_column: int | None = None,
+) -> str:
+    return _annotation(
+        "warning",
+        message,
+        title=title,
+        file=file,
+        line=line,
+        end_line=end_line,
+        col=col,
+        end_column=end_column,
+    )
 
 
-def notice(message: str, *, title: str | None = None, file: str | None = None, line: int | None = None,
-           end_line: int | None = None, col: int | None = None, end_column: int | None = None) -> str:  # fmt: skip
-    return _annotation("notice", message, title=title, file=file, line=line, end_line=end_line, col=col,
-                       end_column=end_column)  # fmt: skip
+def notice(
+    message: str,
+    *,
+    title: str | None = None,
+    file: str | None = None,
+    line: int | None = None,
+    end_line: int | None = None,
+    col: int | None = None,
+    end_column: int | None = None,
+) -> str:
+    return _annotation(
+        "notice",
+        message,
+        title=title,
+        file=file,
+        line=line,
+        end_line=end_line,
+        col=col,
+        end_column=end_column,
+    )
 
 
 def add_mask(value: str) -> list[str]:

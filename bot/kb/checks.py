@@ -108,10 +108,11 @@ def _check_ratio(draft: Draft, metric: Metric, path: str, doc: SpanDict) -> None
             return f"{m.name!r} ({draft.shown(at)}:{line}) reads {source}, time column {m.time_column}"
 
         draft.problem(
-            path, doc.line_of("denominator"),
+            path,
+            doc.line_of("denominator"),
             f"numerator and denominator must share a source and time column: {where(parts[0])}; "
             f"{where(parts[1])} (change both metrics together, or neither)",
-        )  # fmt: skip
+        )
 
 
 def check_metrics(draft: Draft) -> None:

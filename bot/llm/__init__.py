@@ -14,9 +14,19 @@ if TYPE_CHECKING:
     from bot.llm.client import LLMClient
 
 __all__ = [
-    "BudgetExhausted", "JsonReply", "LLMBadOutput", "LLMClient", "LLMContextTooLong", "LLMError", "LLMSettings", "LLMUnavailable",
-    "ParseStats", "TextReply", "Usage", "redact",
-]  # fmt: skip
+    "BudgetExhausted",
+    "JsonReply",
+    "LLMBadOutput",
+    "LLMClient",
+    "LLMContextTooLong",
+    "LLMError",
+    "LLMSettings",
+    "LLMUnavailable",
+    "ParseStats",
+    "TextReply",
+    "Usage",
+    "redact",
+]
 
 
 def __getattr__(name: str) -> Any:

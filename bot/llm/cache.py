@@ -73,8 +73,11 @@ class ReplyCache:
         path = self._path(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            doc = {"text": reply.text, "prompt_tokens": reply.prompt_tokens,
-                   "completion_tokens": reply.completion_tokens}  # fmt: skip
+            doc = {
+                "text": reply.text,
+                "prompt_tokens": reply.prompt_tokens,
+                "completion_tokens": reply.completion_tokens,
+            }
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:

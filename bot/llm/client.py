@@ -53,7 +53,9 @@ class LLMClient:
         sleep: Callable[[float], None] = time.sleep,
         jitter: Callable[[], float] = random.random,
     ) -> None:
-        env = environ  # the process environment as `main` read it (Settings.environ): the key is looked up here
+        env = (
+            environ  # the process environment as `main` read it (Settings.environ): the key is looked up here
+        )
         self.settings = settings.with_env(env)
         self.__key = env.get(self.settings.api_key_env) or None
         if self.__key is None and self.settings.base_url is None:
@@ -62,18 +64,30 @@ class LLMClient:
                 "(or set llm.base_url to a local OpenAI-compatible server)"
             )
         self.cache = (cache or ReplyCache()) if self.settings.cache else None
-        self.budget = budget or Budget(max_calls=self.settings.budget.max_calls,
-                                       max_tokens=self.settings.budget.max_tokens)  # fmt: skip
+        self.budget = budget or Budget(
+            max_calls=self.settings.budget.max_calls, max_tokens=self.settings.budget.max_tokens
+        )
         self._lock = threading.Lock()
         self._totals = Usage()
         self._stats = ParseStats()
-        self._transport = Transport(self.settings, self._make_openai(), budget=self.budget, count=self._add,
-                                    redact=self.redact, sleep=sleep, jitter=jitter)  # fmt: skip
+        self._transport = Transport(
+            self.settings,
+            self._make_openai(),
+            budget=self.budget,
+            count=self._add,
+            redact=self.redact,
+            sleep=sleep,
+            jitter=jitter,
+        )
 
     def _make_openai(self) -> openai.OpenAI:
         key = self.__key or _NO_KEY
-        kwargs: dict[str, Any] = {"api_key": key, "base_url": self.settings.base_url, "max_retries": 0,
-                                  "timeout": self.settings.request_timeout_s}  # fmt: skip
+        kwargs: dict[str, Any] = {
+            "api_key": key,
+            "base_url": self.settings.base_url,
+            "max_retries": 0,
+            "timeout": self.settings.request_timeout_s,
+        }
         if self.settings.api_version:  # Azure's OpenAI-compatible endpoint
             kwargs["default_query"] = {"api-version": self.settings.api_version}
             kwargs["default_headers"] = {"api-key": key}
@@ -93,8 +107,12 @@ class LLMClient:
     def usage(self) -> Usage:
         with self._lock:
             t = self._totals
-        cost = estimate_cost(self.settings.prices, self.settings.model, prompt_tokens=t.prompt_tokens,
-                             completion_tokens=t.completion_tokens)  # fmt: skip
+        cost = estimate_cost(
+            self.settings.prices,
+            self.settings.model,
+            prompt_tokens=t.prompt_tokens,
+            completion_tokens=t.completion_tokens,
+        )
         return Usage(t.prompt_tokens, t.completion_tokens, t.calls, t.cached_calls, cost)
 
     @property
@@ -108,7 +126,9 @@ class LLMClient:
         return FORMATS[self._transport.format]
 
     # ---- calls ---------------------------------------------------------------------------------------------
-    def complete_text(self, messages: list[dict], *, purpose: str = "", attempt: int | None = None) -> TextReply:
+    def complete_text(
+        self, messages: list[dict], *, purpose: str = "", attempt: int | None = None
+    ) -> TextReply:
         """`attempt`: which of K repeats this is; at a temperature above 0 each gets its own cached reply."""
         sampling = self._sampling(None, None, attempt)
         key = self._key(messages, schema=None, kind="text", sampling=sampling)
@@ -143,8 +163,13 @@ class LLMClient:
                 pass  # a cached reply that no longer satisfies the schema: ask again
             else:
                 self._add(Usage(cached_calls=1))
-                return JsonReply(parsed.data, hit.text, Usage(cached_calls=1, cost_usd=0.0), cached=True,
-                                 parse_repaired=parsed.repaired)  # fmt: skip
+                return JsonReply(
+                    parsed.data,
+                    hit.text,
+                    Usage(cached_calls=1, cost_usd=0.0),
+                    cached=True,
+                    parse_repaired=parsed.repaired,
+                )
         calls = [self._transport.send(messages, schema=schema, purpose=purpose, sampling=sampling)]
         try:
             parsed = self._parse(calls[0], schema, required)
@@ -152,21 +177,34 @@ class LLMClient:
             log.info(
                 "LLM reply%s not usable (%s): asking once more", f" for {purpose}" if purpose else "", exc
             )
-            calls.append(self._transport.send(self._reask(messages, calls[0], exc, schema, required), schema=schema,
-                                    purpose=purpose, sampling=sampling))  # fmt: skip
+            calls.append(
+                self._transport.send(
+                    self._reask(messages, calls[0], exc, schema, required),
+                    schema=schema,
+                    purpose=purpose,
+                    sampling=sampling,
+                )
+            )
             try:
                 parsed = self._parse(calls[1], schema, required)
             except JsonParseError as exc2:
                 what = f" for {purpose}" if purpose else ""
-                raise LLMBadOutput(self.redact(
-                    f"the model's reply{what} is not usable JSON after one re-ask: {exc2}; "
-                    f"it began {calls[1].text[:200]!r}"
-                )) from None  # fmt: skip
+                raise LLMBadOutput(
+                    self.redact(
+                        f"the model's reply{what} is not usable JSON after one re-ask: {exc2}; "
+                        f"it began {calls[1].text[:200]!r}"
+                    )
+                ) from None
         final = calls[-1]
         if self.cache:
             self.cache.put(key, CachedReply(final.text, final.prompt_tokens, final.completion_tokens))
-        return JsonReply(parsed.data, final.text, self._usage_of(calls), cached=False,
-                         parse_repaired=parsed.repaired or len(calls) > 1)  # fmt: skip
+        return JsonReply(
+            parsed.data,
+            final.text,
+            self._usage_of(calls),
+            cached=False,
+            parse_repaired=parsed.repaired or len(calls) > 1,
+        )
 
     # ---- parsing -------------------------------------------------------------------------------------------
     @staticmethod
@@ -214,9 +252,16 @@ class LLMClient:
 
     def _key(self, messages: list[dict], *, schema: dict | None, kind: str, sampling: Sampling) -> str:
         s = self.settings
-        return request_key(base_url=s.base_url, model=s.model, messages=messages, schema=schema,
-                           temperature=sampling.temperature, max_tokens=sampling.max_tokens, kind=kind,
-                           attempt=sampling.seed)  # fmt: skip
+        return request_key(
+            base_url=s.base_url,
+            model=s.model,
+            messages=messages,
+            schema=schema,
+            temperature=sampling.temperature,
+            max_tokens=sampling.max_tokens,
+            kind=kind,
+            attempt=sampling.seed,
+        )
 
     def _add(self, usage: Usage) -> None:
         with self._lock:

@@ -101,20 +101,26 @@ class Transport:
         while True:
             sent += 1
             try:
-                call = self._request(messages, self._format_arg(schema, level), purpose=purpose, sampling=sampling)
+                call = self._request(
+                    messages, self._format_arg(schema, level), purpose=purpose, sampling=sampling
+                )
             except _Rejected as rej:
                 status = getattr(rej.exc, "status_code", None)
                 if status == 400 and schema is not None and level < len(FORMATS) - 1:
-                    log.info("the endpoint rejected response_format=%s: trying %s", FORMATS[level],
-                             FORMATS[level + 1])  # fmt: skip
+                    log.info(
+                        "the endpoint rejected response_format=%s: trying %s",
+                        FORMATS[level],
+                        FORMATS[level + 1],
+                    )
                     level += 1
                     continue
                 raise LLMUnavailable(self._unavailable(rej.exc, sent, purpose)) from None
             except _TimedOut as t:
                 failures += 1
                 if failures > self.settings.max_retries:
-                    raise LLMUnavailable(self._unavailable(t.exc, sent, purpose, hint=timeout_hint(
-                        t.seconds, cold=t.cold))) from None  # fmt: skip
+                    raise LLMUnavailable(
+                        self._unavailable(t.exc, sent, purpose, hint=timeout_hint(t.seconds, cold=t.cold))
+                    ) from None
                 self._sleep(self._delay(t.exc, failures))
                 continue
             except _RETRYABLE as exc:
@@ -157,7 +163,9 @@ class Transport:
     ) -> Call:
         s = self.settings
         prompt = json.dumps(messages, ensure_ascii=False)
-        self.budget.reserve(expected_tokens=estimate_tokens(prompt) + (sampling.max_tokens or 0), purpose=purpose)
+        self.budget.reserve(
+            expected_tokens=estimate_tokens(prompt) + (sampling.max_tokens or 0), purpose=purpose
+        )
         self._count(Usage(calls=1))
         kwargs: dict[str, Any] = {"model": s.model, "messages": messages, "temperature": sampling.temperature}
         if sampling.max_tokens:
@@ -174,10 +182,19 @@ class Transport:
             except openai.BadRequestError as exc:
                 overflow = context_overflow(exc)
                 if overflow is not None:
-                    raise LLMContextTooLong(self._redact(overflow_message(
-                        overflow, where=s.base_url or "the OpenAI API", model=s.model, purpose=purpose,
-                        estimate=estimate_tokens(prompt))), limit=overflow.limit,
-                        prompt_tokens=overflow.prompt_tokens) from None  # fmt: skip
+                    raise LLMContextTooLong(
+                        self._redact(
+                            overflow_message(
+                                overflow,
+                                where=s.base_url or "the OpenAI API",
+                                model=s.model,
+                                purpose=purpose,
+                                estimate=estimate_tokens(prompt),
+                            )
+                        ),
+                        limit=overflow.limit,
+                        prompt_tokens=overflow.prompt_tokens,
+                    ) from None
                 raise _Rejected(exc) from None
             except openai.APITimeoutError as exc:
                 raise _TimedOut(exc, timeout, cold) from None

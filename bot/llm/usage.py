@@ -15,6 +15,14 @@ def usage_record(client: LLMClient) -> LLMUsage:
     """Requests, cache hits, tokens, cost and parse stats of every call `client` made so far."""
     usage = client.usage
     ok, repaired, failed = client.parse_stats
-    return LLMUsage(model=client.settings.model, calls=usage.calls, cached_calls=usage.cached_calls,
-                    prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
-                    cost_usd=usage.cost_usd, parse_ok=ok, parse_repaired=repaired, parse_failed=failed)  # fmt: skip
+    return LLMUsage(
+        model=client.settings.model,
+        calls=usage.calls,
+        cached_calls=usage.cached_calls,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        cost_usd=usage.cost_usd,
+        parse_ok=ok,
+        parse_repaired=repaired,
+        parse_failed=failed,
+    )

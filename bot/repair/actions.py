@@ -28,8 +28,15 @@ KINDS = {".yaml": "YAML file", ".yml": "YAML file", ".sql": "SQL snippet", ".md"
 _CLOSE = 0.5  # how alike a line must be to the search text to be offered as the one meant
 NEW_TEXT = "<the new text>"
 # Text of the examples shown to the model (prompts, refusals): sent back, it is a copy, not an edit.
-PLACEHOLDERS = ("<exact lines copied from the file>", NEW_TEXT, "<the whole new", "<the corrected line",
-                "lines copied exactly from the file", "<a KB file", "<new text>")  # fmt: skip
+PLACEHOLDERS = (
+    "<exact lines copied from the file>",
+    NEW_TEXT,
+    "<the whole new",
+    "<the corrected line",
+    "lines copied exactly from the file",
+    "<a KB file",
+    "<new text>",
+)
 
 
 class Edit(BaseModel):
@@ -53,7 +60,9 @@ def file_kind(rel: str) -> str:
     return KINDS.get(PurePosixPath(rel).suffix.lower(), "text file")
 
 
-def example(rel: str, *, search: str | None = None, replace: str = "<the new text>", content: bool = False) -> str:
+def example(
+    rel: str, *, search: str | None = None, replace: str = "<the new text>", content: bool = False
+) -> str:
     """A corrected action as compact JSON, to paste into a refusal."""
     if content:
         return json.dumps({"file": rel, "content": f"<the whole new {file_kind(rel)}>"}, ensure_ascii=False)
@@ -64,26 +73,36 @@ def example(rel: str, *, search: str | None = None, replace: str = "<the new tex
 def apply_action(action: Action, rel: str, current: str | None) -> str:
     """The file's text after the action; Unusable naming what does not apply and what to send instead."""
     if action.content is not None and action.edits:
-        raise Unusable(f"send either `edits` or `content`, not both: {example(rel)} changes lines, "
-                       f"{example(rel, content=True)} writes the whole file")  # fmt: skip
+        raise Unusable(
+            f"send either `edits` or `content`, not both: {example(rel)} changes lines, "
+            f"{example(rel, content=True)} writes the whole file"
+        )
     hit = _placeholder(action.content or "", action.file)
     if hit:
-        raise Unusable(f"the action's `file` or `content` is the example's placeholder {hit!r}: name a KB file "
-                       f"and write its actual text")  # fmt: skip
+        raise Unusable(
+            f"the action's `file` or `content` is the example's placeholder {hit!r}: name a KB file "
+            f"and write its actual text"
+        )
     if action.content is not None:
         return action.content
     if not action.edits:
-        raise Unusable(f"the action has neither `edits` nor `content`; send {example(rel)} to change lines "
-                       f"or {example(rel, content=True)} to write the whole file")  # fmt: skip
+        raise Unusable(
+            f"the action has neither `edits` nor `content`; send {example(rel)} to change lines "
+            f"or {example(rel, content=True)} to write the whole file"
+        )
     if current is None:
-        raise Unusable(f"{rel} does not exist, so there is nothing to search; to create it send "
-                       f"{example(rel, content=True)}")  # fmt: skip
+        raise Unusable(
+            f"{rel} does not exist, so there is nothing to search; to create it send "
+            f"{example(rel, content=True)}"
+        )
     text = current
     for i, edit in enumerate(action.edits):
         _refuse_placeholders(f"edits[{i}]", rel, text, edit)
         if not edit.search:
-            raise Unusable(f"edits[{i}]: `search` is empty; copy the lines to change from the file, e.g. "
-                           f"{example(rel, search=_first_line(text), replace=edit.replace or NEW_TEXT)}")  # fmt: skip
+            raise Unusable(
+                f"edits[{i}]: `search` is empty; copy the lines to change from the file, e.g. "
+                f"{example(rel, search=_first_line(text), replace=edit.replace or NEW_TEXT)}"
+            )
         spans = find(text, edit.search)
         search, replace = edit.search, edit.replace
         if not spans and edit.replace and edit.replace != edit.search:
@@ -91,11 +110,14 @@ def apply_action(action: Action, rel: str, current: str | None) -> str:
             if len(back) == 1:  # written the wrong way round: the file has the replace text
                 spans, replace = back, edit.search
         if not spans:
-            raise Unusable(f"edits[{i}]: search text not found in {rel}: {search[:120]!r}. "
-                           + _closest(rel, text, edit))  # fmt: skip
+            raise Unusable(
+                f"edits[{i}]: search text not found in {rel}: {search[:120]!r}. " + _closest(rel, text, edit)
+            )
         if len(spans) > 1:
-            raise Unusable(f"edits[{i}]: search text found {len(spans)} times (must be exactly once) in {rel}: "
-                           f"{search[:120]!r}. " + _widened(rel, text, edit, spans[0]))  # fmt: skip
+            raise Unusable(
+                f"edits[{i}]: search text found {len(spans)} times (must be exactly once) in {rel}: "
+                f"{search[:120]!r}. " + _widened(rel, text, edit, spans[0])
+            )
         start, end = spans[0]
         text = text[:start] + replace + text[end:]
     return text
@@ -110,9 +132,11 @@ def _refuse_placeholders(where: str, rel: str, text: str, edit: Edit) -> None:
     for field, value in (("search", edit.search), ("replace", edit.replace)):
         hit = _placeholder(value)
         if hit:
-            raise Unusable(f"{where}: `{field}` is the example's placeholder {hit!r}, not KB text: write the "
-                           f"actual lines, e.g. {example(rel, search=_first_line(text))} with your new text "
-                           f"as `replace`")  # fmt: skip
+            raise Unusable(
+                f"{where}: `{field}` is the example's placeholder {hit!r}, not KB text: write the "
+                f"actual lines, e.g. {example(rel, search=_first_line(text))} with your new text "
+                f"as `replace`"
+            )
 
 
 _WORD = re.compile(r"\w")
@@ -160,8 +184,10 @@ def _closest(rel: str, text: str, edit: Edit) -> str:
     wanted = edit.search.strip("\n").splitlines() or [edit.search]
     starts = difflib.get_close_matches(wanted[0], lines, n=1, cutoff=_CLOSE)
     if not starts:
-        return (f"Copy the search text exactly from the file as it is now (the numbered lines above, without "
-                f"the numbers), e.g. {example(rel, replace=edit.replace)}; or send {example(rel, content=True)}")  # fmt: skip
+        return (
+            f"Copy the search text exactly from the file as it is now (the numbered lines above, without "
+            f"the numbers), e.g. {example(rel, replace=edit.replace)}; or send {example(rel, content=True)}"
+        )
     first = lines.index(starts[0])
     block = "\n".join(lines[first : first + len(wanted)])
     if text.count(block) != 1:

@@ -141,7 +141,9 @@ def _cut(text: str | None) -> str:
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + " ... (cut)"
 
 
-def _from_check(result: CaseResult, comparison: Comparison | None) -> tuple[dict[str, object], tuple[str, ...]]:
+def _from_check(
+    result: CaseResult, comparison: Comparison | None
+) -> tuple[dict[str, object], tuple[str, ...]]:
     """The FailureContext fields a check's comparison gives, and the lines its linked diff added (the head
     side, for the reply's example)."""
     change = next((c for c in comparison.cases if c.id == result.id), None) if comparison else None
@@ -150,11 +152,15 @@ def _from_check(result: CaseResult, comparison: Comparison | None) -> tuple[dict
     linked = comparison.causes_of(change.id)
     explained = bool(linked) if comparison.linked and change.judged == "regressed" else None
     diff = "\n".join(f"--- {c.file} {c.where}\n{c.diff}" for c in linked if c.diff)
-    added = tuple(ln[1:] for c in linked for ln in c.diff.splitlines() if ln.startswith("+") and ln[1:].strip())
+    added = tuple(
+        ln[1:] for c in linked for ln in c.diff.splitlines() if ln.startswith("+") and ln[1:].strip()
+    )
     fields: dict[str, object] = {
-        "causes": tuple(f"{c.file} {c.where}" for c in linked), "kb_diff": _cut(diff), "explained": explained,
+        "causes": tuple(f"{c.file} {c.where}" for c in linked),
+        "kb_diff": _cut(diff),
+        "explained": explained,
         "base_prediction": _cut(change.base_sql) if change.base_sql else None,
-    }  # fmt: skip
+    }
     return fields, added
 
 
@@ -183,8 +189,11 @@ def structural_differences(verdict: Verdict | None) -> tuple[str, ...]:
     out: list[str] = []
     for d in found[:MAX_DIFFERENCES]:
         try:
-            out.append(Difference(d["part"], d["change"], d.get("gold", ""), d.get("pred", ""),
-                                  d.get("in", "")).describe())  # fmt: skip
+            out.append(
+                Difference(
+                    d["part"], d["change"], d.get("gold", ""), d.get("pred", ""), d.get("in", "")
+                ).describe()
+            )
         except (KeyError, TypeError):
             continue  # written by another version: the message still says it
     if len(found) > MAX_DIFFERENCES:

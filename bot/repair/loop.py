@@ -21,6 +21,7 @@ from bot.llm.usage import usage_record
 from bot.repair.context import failure_context
 from bot.repair.kb import KBFiles, Transaction, recover
 from bot.repair.outcome import (
+    AttemptOutcome,
     AttemptRecord,
     CaseRepair,
     CritiqueRecord,
@@ -90,8 +91,13 @@ class _Loop:
         temperature = base if n == 1 else max(base, self.limits.retry_temperature)
         try:
             reply = self.client.complete_json(  # type: ignore[attr-defined]
-                messages, schema=PLAN_SCHEMA, required=("status", "actions"), purpose=purpose, attempt=n,
-                temperature=temperature, max_tokens=room or self.limits.plan_tokens,
+                messages,
+                schema=PLAN_SCHEMA,
+                required=("status", "actions"),
+                purpose=purpose,
+                attempt=n,
+                temperature=temperature,
+                max_tokens=room or self.limits.plan_tokens,
             )
         except BudgetExhausted as exc:
             raise _Stop(f"LLM call budget spent: {exc.message}") from None
@@ -112,7 +118,9 @@ class _Loop:
             self.initial.setdefault(path, text)
         return self.tx.apply(checked.changes)
 
-    def verify(self, checked: CheckedPlan, case_id: str | None) -> tuple[str, str, tuple[str, ...]]:
+    def verify(
+        self, checked: CheckedPlan, case_id: str | None
+    ) -> tuple[AttemptOutcome, str, tuple[str, ...]]:
         """Apply, re-run the case then the suite; (outcome, reason, broken ids). Reverted unless accepted."""
         undo = self.apply(checked)
         assert self.tx is not None
@@ -173,16 +181,25 @@ class _Loop:
         if both is None or earlier is None:
             return checked, ""
         self.held = None
-        return both, (f"tried together with the earlier plan for {', '.join(sorted(earlier.held))}, which the KB "
-                      "validator refused alone: ")  # fmt: skip
+        return both, (
+            f"tried together with the earlier plan for {', '.join(sorted(earlier.held))}, which the KB "
+            "validator refused alone: "
+        )
 
     def _tried(self, n: int, plan: Plan, checked: CheckedPlan, diff: str, dump: dict | None, cached: bool):
         outcome, reason, broken = self.verify(checked, self._case_id)
         if outcome == "accepted":
             self.issues.extend(plan.issues_found)
             self.improvements.extend(plan.improvements_made)
-        record = AttemptRecord(n=n, outcome=outcome, reason=reason, plan=dump, diff=diff, broke=broken,  # type: ignore[arg-type]
-                               cached=cached)  # fmt: skip
+        record = AttemptRecord(
+            n=n,
+            outcome=outcome,
+            reason=reason,
+            plan=dump,
+            diff=diff,
+            broke=broken,
+            cached=cached,
+        )
         return record, outcome == "accepted"
 
     _case_id: str | None = None
@@ -201,8 +218,9 @@ class _Loop:
         note = ""
         for n in range(1, self.limits.max_retries + 1):
             try:
-                messages = case_messages(ctx, globs=self.kb.globs, files=files, feedback=feedback,
-                                         secrets=self.secrets)  # fmt: skip
+                messages = case_messages(
+                    ctx, globs=self.kb.globs, files=files, feedback=feedback, secrets=self.secrets
+                )
                 plan, reason, cached = self.ask(messages, purpose=f"repair:{result.id}:{n}", n=n, room=room)
             except _Stop as stop:
                 self.stopped, note = str(stop), str(stop)
@@ -214,8 +232,15 @@ class _Loop:
             feedback.append(record.reason)
         after = self.latest[result.id].status if result.id in self.latest else result.status
         repaired = any(a.outcome == "accepted" for a in attempts)
-        return CaseRepair(id=result.id, question=result.question, before=result.status, after=after,
-                          repaired=repaired, attempts=tuple(attempts), note=note)  # fmt: skip
+        return CaseRepair(
+            id=result.id,
+            question=result.question,
+            before=result.status,
+            after=after,
+            repaired=repaired,
+            attempts=tuple(attempts),
+            note=note,
+        )
 
     # -- the critique pass -------------------------------------------------------------------------------------
     def critique(self, repaired: list[str]) -> list[CritiqueRecord]:
@@ -223,20 +248,36 @@ class _Loop:
         feedback: list[str] = []
         self._case_id = None
         for n in range(1, self.limits.max_critique + 1):
-            messages = critique_messages(diff=self.kb_diff(), repaired=repaired, globs=self.kb.globs,
-                                         feedback=feedback, secrets=self.secrets)  # fmt: skip
+            messages = critique_messages(
+                diff=self.kb_diff(),
+                repaired=repaired,
+                globs=self.kb.globs,
+                feedback=feedback,
+                secrets=self.secrets,
+            )
             try:
                 plan, reason, cached = self.ask(messages, purpose=f"repair:critique:{n}", n=n)
             except _Stop as stop:
                 self.stopped = str(stop)
                 break
             if plan is not None and plan.status == "perfect" and not plan.actions:
-                out.append(CritiqueRecord(n=n, status="perfect", outcome="no_change",
-                                          plan=plan.model_dump(mode="json")))  # fmt: skip
+                out.append(
+                    CritiqueRecord(
+                        n=n, status="perfect", outcome="no_change", plan=plan.model_dump(mode="json")
+                    )
+                )
                 break
             record, accepted = self.record(n, plan, reason, cached)
-            out.append(CritiqueRecord(n=n, status=plan.status if plan else "", outcome=record.outcome,
-                                      reason=record.reason, plan=record.plan, diff=record.diff))  # fmt: skip
+            out.append(
+                CritiqueRecord(
+                    n=n,
+                    status=plan.status if plan else "",
+                    outcome=record.outcome,
+                    reason=record.reason,
+                    plan=record.plan,
+                    diff=record.diff,
+                )
+            )
             if not accepted:
                 feedback.append(record.reason)
         return out
@@ -272,12 +313,26 @@ def repair(
     kb = KBFiles.from_config(config)
     cap_budget(client, max_llm_calls)
     recover(kb)  # a repair killed earlier: put its files back first
-    limits = Limits(max_failures=max_failures, max_retries=max_retries, max_llm_calls=max_llm_calls,
-                    max_critique=max_critique)  # fmt: skip
-    loop = _Loop(run=run, suite=suite, server=server, client=client, kb=kb, tx=None, limits=limits,
-                 agent_factory=agent_factory or default_agent_factory(config, settings),
-                 opts=run_options or default_run_options(config), dry_run=dry_run,
-                 secrets=settings.secrets if settings else (), comparison=comparison)  # fmt: skip
+    limits = Limits(
+        max_failures=max_failures,
+        max_retries=max_retries,
+        max_llm_calls=max_llm_calls,
+        max_critique=max_critique,
+    )
+    loop = _Loop(
+        run=run,
+        suite=suite,
+        server=server,
+        client=client,
+        kb=kb,
+        tx=None,
+        limits=limits,
+        agent_factory=agent_factory or default_agent_factory(config, settings),
+        opts=run_options or default_run_options(config),
+        dry_run=dry_run,
+        secrets=settings.secrets if settings else (),
+        comparison=comparison,
+    )
     if evaluate_only:
         loop.baseline = baseline_of(loop)
         loop.latest = loop.full_run()
@@ -295,9 +350,17 @@ def repair(
                 skipped.append(result.id)
                 continue
             if loop.latest.get(result.id) and loop.latest[result.id].status == "passed" and not dry_run:
-                cases.append(CaseRepair(id=result.id, question=result.question, before=result.status,
-                                        after="passed", repaired=True, note="fixed by an earlier edit",
-                                        group=cause))  # fmt: skip
+                cases.append(
+                    CaseRepair(
+                        id=result.id,
+                        question=result.question,
+                        before=result.status,
+                        after="passed",
+                        repaired=True,
+                        note="fixed by an earlier edit",
+                        group=cause,
+                    )
+                )
                 continue
             cases.append(loop.repair_case(result).model_copy(update={"group": cause}))
         repaired = [c.id for c in cases if c.repaired and c.attempts]

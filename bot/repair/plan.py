@@ -47,19 +47,39 @@ PLAN_SCHEMA: dict[str, Any] = {
             "maxItems": MAX_ACTIONS,
             "items": {
                 "anyOf": [
-                    {"type": "object", "properties": {"file": _FILE, "edits": _EDITS},
-                     "required": ["file", "edits"], "additionalProperties": False},
-                    {"type": "object", "properties": {"file": _FILE, "content": {"type": "string"}},
-                     "required": ["file", "content"], "additionalProperties": False},
+                    {
+                        "type": "object",
+                        "properties": {"file": _FILE, "edits": _EDITS},
+                        "required": ["file", "edits"],
+                        "additionalProperties": False,
+                    },
+                    {
+                        "type": "object",
+                        "properties": {"file": _FILE, "content": {"type": "string"}},
+                        "required": ["file", "content"],
+                        "additionalProperties": False,
+                    },
                 ]
             },
         },
         "improvements_made": {"type": "array", "items": {"type": "string"}},
     },
     "required": ["status", "actions"],
-}  # fmt: skip
-__all__ = ["MAX_ACTIONS", "PLAN_SCHEMA", "Action", "CheckedPlan", "Edit", "Plan", "PlanError", "Refusal",
-           "check_plan", "combine_held", "kb_folders", "parse_plan"]  # fmt: skip
+}
+__all__ = [
+    "MAX_ACTIONS",
+    "PLAN_SCHEMA",
+    "Action",
+    "CheckedPlan",
+    "Edit",
+    "Plan",
+    "PlanError",
+    "Refusal",
+    "check_plan",
+    "combine_held",
+    "kb_folders",
+    "parse_plan",
+]
 
 
 class _Lenient(BaseModel):
@@ -244,4 +264,6 @@ def combine_held(kb: KBFiles, earlier: CheckedPlan, later: CheckedPlan) -> Check
     changes = {**earlier.held, **later.held}
     if _kb_refusals(kb, changes):
         return None
-    return CheckedPlan(later.plan, changes=changes, originals={**earlier.held_originals, **later.held_originals})
+    return CheckedPlan(
+        later.plan, changes=changes, originals={**earlier.held_originals, **later.held_originals}
+    )

@@ -46,7 +46,9 @@ def case_messages(
     if ctx.example:
         file, _, line = ctx.example
         example_action = example(file, search=line, replace="<the corrected line>")
-    user = _render("repair_case.md.j2", ctx=ctx, files=others, feedback=list(feedback), example_action=example_action)
+    user = _render(
+        "repair_case.md.j2", ctx=ctx, files=others, feedback=list(feedback), example_action=example_action
+    )
     return _messages(system, user, secrets)
 
 

@@ -15,7 +15,9 @@ def _actions(plan: dict | None) -> str:
     if not plan:
         return ""
     actions = [a for a in plan.get("actions") or [] if isinstance(a, dict)]
-    return ", ".join(f"{'write' if a.get('content') is not None else 'edit'} {a.get('file')}" for a in actions)
+    return ", ".join(
+        f"{'write' if a.get('content') is not None else 'edit'} {a.get('file')}" for a in actions
+    )
 
 
 def console_summary(outcome: RepairOutcome) -> str:
@@ -44,9 +46,11 @@ def console_summary(outcome: RepairOutcome) -> str:
         lines.append(f"\nnot attempted (over --max-failures or stopped): {', '.join(outcome.skipped)}")
     llm = outcome.llm
     cost = "n/a" if llm.cost_usd is None else f"${llm.cost_usd:.4f}"
-    lines.append(f"\nLLM: {llm.calls} call(s), {llm.cached_calls} cached, "
-                 f"{llm.prompt_tokens + llm.completion_tokens} tokens, {cost}, "
-                 f"JSON parse success {pct(llm.parse_success_rate)}")  # fmt: skip
+    lines.append(
+        f"\nLLM: {llm.calls} call(s), {llm.cached_calls} cached, "
+        f"{llm.prompt_tokens + llm.completion_tokens} tokens, {cost}, "
+        f"JSON parse success {pct(llm.parse_success_rate)}"
+    )
     if outcome.stopped:
         lines.append(f"stopped early: {outcome.stopped}")
     return "\n".join(lines)

@@ -43,8 +43,12 @@ def default_agent_factory(config: Config, settings: Settings | None = None) -> C
     ctx = AgentContext(base_dir=config.base_dir, options=options, timeout_s=timeout)
     if settings is not None:
         allow = config.agent.env if config.agent else ()
-        ctx = replace(ctx, env=agent_environment(settings.environ, allow=allow), secrets=settings.secrets,
-                      settings=settings)  # fmt: skip
+        ctx = replace(
+            ctx,
+            env=agent_environment(settings.environ, allow=allow),
+            secrets=settings.secrets,
+            settings=settings,
+        )
     return lambda: start_agent(spec, ctx)
 
 

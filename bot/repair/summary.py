@@ -26,8 +26,10 @@ def _scope(loop: _Loop) -> str:
     total, given = len(ids), sum(c.id in ids for c in loop.run.cases)
     if given == total and loop.run.meta.complete:
         return ""
-    return (f"the run given held {given} of the suite's {total} case(s); the head and repaired pass rates are "
-            f"both of the whole suite")  # fmt: skip
+    return (
+        f"the run given held {given} of the suite's {total} case(s); the head and repaired pass rates are "
+        f"both of the whole suite"
+    )
 
 
 def build_outcome(
@@ -48,11 +50,23 @@ def build_outcome(
         else ()
     )
     return RepairOutcome(
-        suite=loop.suite.name, dry_run=loop.dry_run, evaluated_only=evaluated_only, stopped=loop.stopped,
-        cases=tuple(cases), skipped=tuple(skipped), critique=tuple(critique), files_changed=changed,
-        kb_diff=diff, issues_found=tuple(dict.fromkeys(loop.issues)),
-        improvements_made=tuple(dict.fromkeys(loop.improvements)), base_pass_rate=base_pass_rate,
-        head_pass_rate=before.pass_rate, repaired_pass_rate=after.pass_rate, counts_before=before,
-        counts_after=after, llm=loop.llm_stats(), scope=_scope(loop),
+        suite=loop.suite.name,
+        dry_run=loop.dry_run,
+        evaluated_only=evaluated_only,
+        stopped=loop.stopped,
+        cases=tuple(cases),
+        skipped=tuple(skipped),
+        critique=tuple(critique),
+        files_changed=changed,
+        kb_diff=diff,
+        issues_found=tuple(dict.fromkeys(loop.issues)),
+        improvements_made=tuple(dict.fromkeys(loop.improvements)),
+        base_pass_rate=base_pass_rate,
+        head_pass_rate=before.pass_rate,
+        repaired_pass_rate=after.pass_rate,
+        counts_before=before,
+        counts_after=after,
+        llm=loop.llm_stats(),
+        scope=_scope(loop),
         final_statuses={k: v.status for k, v in sorted(loop.latest.items())},
-    )  # fmt: skip
+    )

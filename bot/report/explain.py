@@ -53,8 +53,14 @@ _VERDICTS = {
 }
 
 
-def verdict_words(group: str, *, outcome: str | None = None, head_status: str | None = None,
-                  renamed_from: str | None = None, attempts: str = "") -> str:  # fmt: skip
+def verdict_words(
+    group: str,
+    *,
+    outcome: str | None = None,
+    head_status: str | None = None,
+    renamed_from: str | None = None,
+    attempts: str = "",
+) -> str:
     """ "regressed: passed on base, fails on head (failed)", in words."""
     judged = outcome if group == "renamed" and outcome else group
     text = _VERDICTS.get(judged, judged.replace("_", " "))

@@ -32,7 +32,12 @@ COMMENT_LIMIT = 65_536  # characters in a GitHub comment body
 SUMMARY_LIMIT = 1_048_576  # bytes in a GitHub job summary
 FORMATS = ("md", "summary", "html", "junit", "json")
 # How much of each untrusted text a report shows (characters); the full text is in the JSON and HTML reports.
-COMMENT_WIDTHS = {"question": 140, "reason": 220, "structural": 300, "sql": 3000}  # structural: its whole parts
+COMMENT_WIDTHS = {
+    "question": 140,
+    "reason": 220,
+    "structural": 300,
+    "sql": 3000,
+}  # structural: its whole parts
 SUMMARY_WIDTHS = {"question": 300, "reason": 600, "structural": 600, "sql": 20_000}
 
 Subject = Comparison | RunResult
@@ -72,8 +77,13 @@ def _fit(name: str, view: ReportView, *, limit: int, measure: Callable[[str], in
     if measure(render(trim(view, rows=0, details=0))) <= limit:
         keep = _largest(0, rows, lambda r: measure(render(trim(view, rows=r, details=0))) <= limit)
         return render(trim(view, rows=keep, details=0))
-    return _minimal(view, limit=limit, measure=measure, details_url=context.get("details_url"),
-                    marker=str(context.get("marker", MARKER)))  # fmt: skip
+    return _minimal(
+        view,
+        limit=limit,
+        measure=measure,
+        details_url=context.get("details_url"),
+        marker=str(context.get("marker", MARKER)),
+    )
 
 
 def _minimal(
@@ -92,17 +102,26 @@ def render_comment(
     """The sticky pull-request comment: at most `limit` characters, starting with the hidden marker of `key`
     (the suite and matrix key, any text: see bot.report.marker; "" is the key-less marker)."""
     return _fit(
-        "comment.md.j2", build_view(subject), limit=limit, measure=len, details_url=details_url,
-        widths=COMMENT_WIDTHS, marker=marker_for(key),
-    )  # fmt: skip
+        "comment.md.j2",
+        build_view(subject),
+        limit=limit,
+        measure=len,
+        details_url=details_url,
+        widths=COMMENT_WIDTHS,
+        marker=marker_for(key),
+    )
 
 
 def render_summary(subject: Subject, *, limit: int = SUMMARY_LIMIT, details_url: str | None = None) -> str:
     """The job summary (GITHUB_STEP_SUMMARY): fuller than the comment, at most `limit` UTF-8 bytes."""
     return _fit(
-        "summary.md.j2", build_view(subject), limit=limit, measure=lambda s: len(s.encode("utf-8")),
-        details_url=details_url, widths=SUMMARY_WIDTHS,
-    )  # fmt: skip
+        "summary.md.j2",
+        build_view(subject),
+        limit=limit,
+        measure=lambda s: len(s.encode("utf-8")),
+        details_url=details_url,
+        widths=SUMMARY_WIDTHS,
+    )
 
 
 def _latency(run: RunResult | None) -> list[float]:
@@ -235,9 +254,16 @@ def render_json(subject: Subject) -> str:
 
 
 def render(
-    fmt: str, subject: Subject, *, head: RunResult | None = None, base: RunResult | None = None,
-    details_url: str | None = None, limit: int | None = None, marker_key: str = "", secrets: Sequence[str] = (),
-) -> str:  # fmt: skip
+    fmt: str,
+    subject: Subject,
+    *,
+    head: RunResult | None = None,
+    base: RunResult | None = None,
+    details_url: str | None = None,
+    limit: int | None = None,
+    marker_key: str = "",
+    secrets: Sequence[str] = (),
+) -> str:
     """One report by format name (FORMATS). `secrets` are masked in the subject and in the final text (see
     bot.report.redact); `marker_key` names the sticky comment's marker ("md" only)."""
     if secrets:
@@ -250,9 +276,15 @@ def render(
 
 
 def _render(
-    fmt: str, subject: Subject, *, head: RunResult | None, base: RunResult | None, details_url: str | None,
-    limit: int | None, key: str,
-) -> str:  # fmt: skip
+    fmt: str,
+    subject: Subject,
+    *,
+    head: RunResult | None,
+    base: RunResult | None,
+    details_url: str | None,
+    limit: int | None,
+    key: str,
+) -> str:
     if fmt == "md":
         return render_comment(subject, limit=limit or COMMENT_LIMIT, details_url=details_url, key=key)
     if fmt == "summary":

@@ -44,8 +44,13 @@ class CaseRow:
     @property
     def verdict(self) -> str:
         """The verdict in words: "regressed: passed on base, fails on head"."""
-        return verdict_words(self.group, outcome=self.outcome, head_status=self.head_status,
-                             renamed_from=self.renamed_from, attempts=self.attempts if self.repeated else "")  # fmt: skip
+        return verdict_words(
+            self.group,
+            outcome=self.outcome,
+            head_status=self.head_status,
+            renamed_from=self.renamed_from,
+            attempts=self.attempts if self.repeated else "",
+        )
 
     @property
     def sql_diff(self) -> str:
@@ -74,15 +79,35 @@ def row_from_change(c: CaseChange, cmp: Comparison | None = None) -> CaseRow:
     linked = cmp is not None and cmp.linked and c.judged == "regressed"
     causes = case_causes(cmp, c) if cmp is not None and linked else ()
     return CaseRow(
-        gold_sql=c.gold_sql, used=c.head_used or c.base_used, causes=causes,
+        gold_sql=c.gold_sql,
+        used=c.head_used or c.base_used,
+        causes=causes,
         explained=bool(causes) if linked else None,
-        id=c.id, group=c.transition, question=c.question, category=c.category, tags=c.tags,
-        base_status=c.base_status, head_status=c.head_status, base_passes=c.base_passes,
-        base_repeats=c.base_repeats, head_passes=c.head_passes, head_repeats=c.head_repeats, flaky=c.flaky,
-        p_value=c.p_value, reason=c.reason, structural=c.structural, head_sql=c.head_sql, base_sql=c.base_sql,
-        base_error_class=c.base_error_class, head_error_class=c.head_error_class, source=c.source,
-        renamed_from=c.renamed_from, outcome=c.outcome, edited=c.edited, against_base=c.against_base,
-    )  # fmt: skip
+        id=c.id,
+        group=c.transition,
+        question=c.question,
+        category=c.category,
+        tags=c.tags,
+        base_status=c.base_status,
+        head_status=c.head_status,
+        base_passes=c.base_passes,
+        base_repeats=c.base_repeats,
+        head_passes=c.head_passes,
+        head_repeats=c.head_repeats,
+        flaky=c.flaky,
+        p_value=c.p_value,
+        reason=c.reason,
+        structural=c.structural,
+        head_sql=c.head_sql,
+        base_sql=c.base_sql,
+        base_error_class=c.base_error_class,
+        head_error_class=c.head_error_class,
+        source=c.source,
+        renamed_from=c.renamed_from,
+        outcome=c.outcome,
+        edited=c.edited,
+        against_base=c.against_base,
+    )
 
 
 def rows_from_comparison(cmp: Comparison) -> list[CaseRow]:
@@ -100,8 +125,18 @@ def _structural(case: CaseResult) -> str:
 
 def row_from_case(c: CaseResult) -> CaseRow:
     return CaseRow(
-        id=c.id, group=c.status, question=c.question, category=c.category, tags=c.tags,
-        head_status=c.status, head_passes=c.passes, head_repeats=c.repeats,
-        flaky=0 < c.passes < c.repeats, reason=c.reason, structural=_structural(c), head_sql=c.prediction.sql,
-        head_error_class=c.error_class or c.prediction.error_class, source=c.source,
-    )  # fmt: skip
+        id=c.id,
+        group=c.status,
+        question=c.question,
+        category=c.category,
+        tags=c.tags,
+        head_status=c.status,
+        head_passes=c.passes,
+        head_repeats=c.repeats,
+        flaky=0 < c.passes < c.repeats,
+        reason=c.reason,
+        structural=_structural(c),
+        head_sql=c.prediction.sql,
+        head_error_class=c.error_class or c.prediction.error_class,
+        source=c.source,
+    )

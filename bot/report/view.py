@@ -154,14 +154,27 @@ def view_comparison(cmp: Comparison, *, sections: tuple[str, ...] | None = None)
     built = _sections([row_from_change(c, cmp) for c in cmp.cases], keys)
     word, mark, headline = _comparison_headline(cmp)
     return ReportView(
-        kind="comparison", verdict=cmp.verdict, word=word, mark=mark, headline=headline,
-        reasons=cmp.reasons, warnings=cmp.warnings, overall=_rate("all", cmp.overall),
+        kind="comparison",
+        verdict=cmp.verdict,
+        word=word,
+        mark=mark,
+        headline=headline,
+        reasons=cmp.reasons,
+        warnings=cmp.warnings,
+        overall=_rate("all", cmp.overall),
         by_category=tuple(_rate(k, v) for k, v in sorted(cmp.by_category.items())),
         by_tag=tuple(_rate(k, v) for k, v in sorted(cmp.by_tag.items())),
         counts=tuple((t, LABELS[t], cmp.counts[t]) for t in TRANSITIONS if cmp.counts.get(t)),
-        sections=built, details=_details(built), base=cmp.base, head=cmp.head, total_cases=len(cmp.cases),
-        forced=cmp.forced, linked=cmp.linked, causes=cause_views(cmp), unexplained=cmp.unexplained,
-    )  # fmt: skip
+        sections=built,
+        details=_details(built),
+        base=cmp.base,
+        head=cmp.head,
+        total_cases=len(cmp.cases),
+        forced=cmp.forced,
+        linked=cmp.linked,
+        causes=cause_views(cmp),
+        unexplained=cmp.unexplained,
+    )
 
 
 def _single(name: str, c: Counts) -> RateRow:
@@ -189,13 +202,23 @@ def view_run(run: RunResult) -> ReportView:
         else f"{s.failed + s.errored} of {decidable} decidable cases did not pass"
     )
     return ReportView(
-        kind="run", verdict="pass" if ok else "failures", word="PASS" if ok else "FAIL", mark="✅" if ok else "❌",
-        headline=headline, reasons=(), warnings=() if run.meta.complete else ("the run is incomplete",),
-        overall=_single("all", s), by_category=tuple(_single(k, v) for k, v in s.by_category.items()),
+        kind="run",
+        verdict="pass" if ok else "failures",
+        word="PASS" if ok else "FAIL",
+        mark="✅" if ok else "❌",
+        headline=headline,
+        reasons=(),
+        warnings=() if run.meta.complete else ("the run is incomplete",),
+        overall=_single("all", s),
+        by_category=tuple(_single(k, v) for k, v in s.by_category.items()),
         by_tag=tuple(_single(k, v) for k, v in s.by_tag.items()),
         counts=tuple((k, LABELS[k], getattr(s, k)) for k in STATUSES if getattr(s, k)),
-        sections=built, details=_details(built), base=None, head=run.meta, total_cases=len(run.cases),
-    )  # fmt: skip
+        sections=built,
+        details=_details(built),
+        base=None,
+        head=run.meta,
+        total_cases=len(run.cases),
+    )
 
 
 def _sentence(text: str) -> str:
@@ -215,15 +238,25 @@ def view_head_only(cmp: Comparison) -> ReportView:
         f"no baseline: head only, {h.passed} of {decidable} decidable case{'s' * (decidable != 1)} pass"
     )
     return ReportView(
-        kind="head_only", verdict=cmp.verdict, word="PASS" if ok else "FAIL", mark="✅" if ok else "❌",
-        headline=headline, reasons=cmp.reasons, warnings=cmp.warnings, overall=_single("all", h),
+        kind="head_only",
+        verdict=cmp.verdict,
+        word="PASS" if ok else "FAIL",
+        mark="✅" if ok else "❌",
+        headline=headline,
+        reasons=cmp.reasons,
+        warnings=cmp.warnings,
+        overall=_single("all", h),
         by_category=tuple(_single(k, v.head) for k, v in sorted(cmp.by_category.items())),
         by_tag=tuple(_single(k, v.head) for k, v in sorted(cmp.by_tag.items())),
         counts=tuple((k, LABELS[k], getattr(h, k)) for k in STATUSES if getattr(h, k)),
-        sections=built, details=_details(built), base=None, head=cmp.head, total_cases=len(cmp.cases),
+        sections=built,
+        details=_details(built),
+        base=None,
+        head=cmp.head,
+        total_cases=len(cmp.cases),
         baseline_reason=_sentence(cmp.baseline_reason or "there is no base run to compare with"),
         min_pass_rate=cmp.gate.min_pass_rate,
-    )  # fmt: skip
+    )
 
 
 def build_view(subject: Comparison | RunResult) -> ReportView:

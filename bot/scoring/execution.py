@@ -59,12 +59,20 @@ def judge_results(
         try:
             ok = LEGACY[preset](gold, pred, gold_sql=gold_sql, question=question, pred_sql=pred_sql)
         except EvaluatorError as exc:
-            return Verdict(scorer="execution", match=False, kind="evaluator_error",
-                           message=f"the {preset} evaluator would crash on these results: {exc}",
-                           details={"preset": preset, "alternative": alternative})  # fmt: skip
-        return Verdict(scorer="execution", match=ok, kind="exact" if ok else "mismatch",
-                       message=f"{preset} evaluator: {'match' if ok else 'no match'}",
-                       details={"preset": preset, "alternative": alternative})  # fmt: skip
+            return Verdict(
+                scorer="execution",
+                match=False,
+                kind="evaluator_error",
+                message=f"the {preset} evaluator would crash on these results: {exc}",
+                details={"preset": preset, "alternative": alternative},
+            )
+        return Verdict(
+            scorer="execution",
+            match=ok,
+            kind="exact" if ok else "mismatch",
+            message=f"{preset} evaluator: {'match' if ok else 'no match'}",
+            details={"preset": preset, "alternative": alternative},
+        )
     opts = TableOptions(
         rows=options.rows or "multiset",
         columns=options.columns or "permute",
@@ -81,11 +89,17 @@ def judge_results(
     details["alternative"] = alternative
     if tv.mapping is not None and tv.kind != "exact":
         details["column_mapping"] = list(tv.mapping)
-    return Verdict(scorer="execution", match=tv.match, kind=tv.kind, flags=tv.flags, message=tv.message,
-                   details=details)  # fmt: skip
+    return Verdict(
+        scorer="execution", match=tv.match, kind=tv.kind, flags=tv.flags, message=tv.message, details=details
+    )
 
 
 def error_verdict(scorer: str, *, error: str, error_class: str | None, who: str = "prediction") -> Verdict:
     kind = "pred_error" if who == "prediction" else "gold_error"
-    return Verdict(scorer=scorer, match=False if who == "prediction" else None, kind=kind,
-                   message=f"the {who} failed: {error}", details={"error_class": error_class})  # fmt: skip
+    return Verdict(
+        scorer=scorer,
+        match=False if who == "prediction" else None,
+        kind=kind,
+        message=f"the {who} failed: {error}",
+        details={"error_class": error_class},
+    )

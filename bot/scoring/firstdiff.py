@@ -77,8 +77,10 @@ class FirstDifference:
         key += ", …" if len(self.key) > SHOWN_KEY_COLUMNS else ""
         if self.kind == "changed":
             where = f" for ({key})" if key else ""
-            parts = [f"{self._name(i, c, quote=True)}{where if n == 0 else ''}: gold {g}, prediction {p}"
-                     for n, (i, c, g, p) in enumerate(self.changes[:SHOWN_COLUMNS])]  # fmt: skip
+            parts = [
+                f"{self._name(i, c, quote=True)}{where if n == 0 else ''}: gold {g}, prediction {p}"
+                for n, (i, c, g, p) in enumerate(self.changes[:SHOWN_COLUMNS])
+            ]
             more = len(self.changes) - SHOWN_COLUMNS
             return "; ".join(parts) + (f"; and {more} more column(s)" if more > 0 else "")
         values = ", ".join(f"{self._name(i, c, quote=True)} {v}" for i, c, v in self.values[:SHOWN_VALUES])
@@ -104,7 +106,7 @@ class FirstDifference:
             "columns": [
                 {"position": i, "column": self._name(i, c), "gold": g, "prediction": p}
                 for i, c, g, p in self.changes
-            ],  # fmt: skip
+            ],
             "row": {self._name(i, c): v for i, c, v in self.values},
             "differing": self.differing,
             "total": self.total,
@@ -151,8 +153,14 @@ def _unmatched(
     kept, taken = [], set()
     for pos, row in rg:
         bucket = near.get(key_of(row, every), [])
-        hit = next((n for n, c in enumerate(bucket[:MAX_NEAR]) if all(
-            close(a, b, abs_tol=tol[0], rel_tol=tol[1]) for a, b in zip(row, c[1], strict=True))), None)  # fmt: skip
+        hit = next(
+            (
+                n
+                for n, c in enumerate(bucket[:MAX_NEAR])
+                if all(close(a, b, abs_tol=tol[0], rel_tol=tol[1]) for a, b in zip(row, c[1], strict=True))
+            ),
+            None,
+        )
         if hit is None:
             kept.append((pos, row))
         else:
@@ -234,12 +242,24 @@ def first_difference(
     if distinct:
         g, p = _distinct(g), _distinct(p)
     rg, rp = _unmatched(g, p, (abs_tol, rel_tol))
-    key = choose_key(g, [r for _, r in rg], [r for _, r in rp], width=len(columns), hints=keys,
-                     infer=not len(g) == len(p) == 1)  # fmt: skip
+    key = choose_key(
+        g,
+        [r for _, r in rg],
+        [r for _, r in rp],
+        width=len(columns),
+        hints=keys,
+        infer=not len(g) == len(p) == 1,
+    )
     found = _align(rg, rp, key, width=len(columns), tol=(abs_tol, rel_tol))
     repeated = frozenset(c for c, n in Counter(columns).items() if n > 1)
-    counts: dict[str, Any] = {"gold_rows": len(g), "pred_rows": len(p), "limit": limit, "mapping_score": score,
-                              "repeated": repeated, "reorder": reorder}  # fmt: skip
+    counts: dict[str, Any] = {
+        "gold_rows": len(g),
+        "pred_rows": len(p),
+        "limit": limit,
+        "mapping_score": score,
+        "repeated": repeated,
+        "reorder": reorder,
+    }
     if complete:
         counts["differing"] = len(found.changed) + len(found.missing) + len(found.extra)
         counts["total"] = len(g) - len(rg) + found.pairs + len(found.missing) + len(found.extra)

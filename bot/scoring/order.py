@@ -201,8 +201,10 @@ def _key_value(key: exp.Expression, select: exp.Select) -> exp.Expression | None
     output column means that output's expression (in a select list the same name would be the input column)."""
     key = _bare(key)
     outputs = select.expressions
-    starred = any(isinstance(o, exp.Star) or (isinstance(o, exp.Column) and isinstance(o.this, exp.Star))
-                  for o in outputs)  # fmt: skip
+    starred = any(
+        isinstance(o, exp.Star) or (isinstance(o, exp.Column) and isinstance(o.this, exp.Star))
+        for o in outputs
+    )
     if isinstance(key, exp.Literal) and key.is_int:
         pos = int(key.this) - 1
         if starred or not 0 <= pos < len(outputs):

@@ -127,8 +127,10 @@ def _defog_frame(
     """sql-eval's normalize_table: duplicates dropped, columns in alphabetical order of their names, rows sorted
     by every column, or, when the question asks for order, by the columns its ORDER BY names (kept as returned
     when `sql` is absent or has no ORDER BY). Only the values come out: compare_df never compares names."""
-    na = [tuple(_NA if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in r)
-          for r in _hashable_rows(rows)]  # fmt: skip
+    na = [
+        tuple(_NA if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in r)
+        for r in _hashable_rows(rows)
+    ]
     if len(set(columns)) != len(columns):
         raise EvaluatorError("pandas cannot reindex columns with duplicate names")
     names = sorted(columns)
@@ -262,8 +264,9 @@ def spider2(gold: ResultSet, pred: ResultSet, *, gold_sql: str, **_: Any) -> boo
     pvecs = [vector(p, j) for j in range(len(pred.columns))]
     for i in range(len(gold.columns)):
         gv = vector(g, i)
-        if not any(len(gv) == len(pv) and all(_spider2_eq(a, b) for a, b in zip(gv, pv, strict=True))
-                   for pv in pvecs):  # fmt: skip
+        if not any(
+            len(gv) == len(pv) and all(_spider2_eq(a, b) for a, b in zip(gv, pv, strict=True)) for pv in pvecs
+        ):
             return False
     return True
 

@@ -33,8 +33,12 @@ def date_ranges(expr: exp.Expr, ctx: Any) -> exp.Expr:
             bounds = _truncated_range(left, day)
             if bounds:
                 column, low, high = bounds
-                node.replace(exp.And(this=exp.GTE(this=column.copy(), expression=_day(low)),
-                                     expression=exp.LTE(this=column.copy(), expression=_day(high))))  # fmt: skip
+                node.replace(
+                    exp.And(
+                        this=exp.GTE(this=column.copy(), expression=_day(low)),
+                        expression=exp.LTE(this=column.copy(), expression=_day(high)),
+                    )
+                )
         elif _is_date_column(left):
             shifted, new = (
                 (day - dt.timedelta(days=1), exp.LTE)

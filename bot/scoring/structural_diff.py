@@ -153,8 +153,11 @@ def diff_parts(
         inner = _inner(name, g, p, missing, extra, extract, depth, renames) if depth < _MAX_DEPTH else None
         if inner:
             label, inside = inner
-            found = tuple(Difference(d.part, d.change, d.gold, d.pred, _join(_where(name, label), d.where))
-                          for part in inside for d in part.differences)  # fmt: skip
+            found = tuple(
+                Difference(d.part, d.change, d.gold, d.pred, _join(_where(name, label), d.where))
+                for part in inside
+                for d in part.differences
+            )
         else:
             found = _ranked(_pair(name, g, p, missing, extra), _shared(gold, pred))
         if name in _SUBSTITUTING:

@@ -171,8 +171,10 @@ def _order_ok(g: list, p: list, check: OrderCheck, opts: TableOptions) -> tuple[
         for length in check.runs:
             approx = list(range(len(g[0]))) if g else []
             if not _multiset_equal(g[start : start + length], p[start : start + length], approx, opts)[0]:
-                return False, (f"row order differs: rows {start + 1}-{start + length} of the gold (one run of equal "
-                               "ORDER BY keys) hold other rows in the prediction")  # fmt: skip
+                return False, (
+                    f"row order differs: rows {start + 1}-{start + length} of the gold (one run of equal "
+                    "ORDER BY keys) hold other rows in the prediction"
+                )
             start += length
         return True, ""
     if check.key_positions is None:
@@ -237,12 +239,19 @@ def compare_tables(
         if opts.rows == "set":
             who = "gold" if gold.truncated else "prediction"
             return TableVerdict(
-                None, "undecidable", f"the {who} exceeds the row cap; under set semantics the distinct rows "
-                "beyond it could still match: cannot decide", tuple(flags),
-            )  # fmt: skip
+                None,
+                "undecidable",
+                f"the {who} exceeds the row cap; under set semantics the distinct rows "
+                "beyond it could still match: cannot decide",
+                tuple(flags),
+            )
         who = "gold" if gold.truncated else "prediction"
-        return TableVerdict(False, "mismatch", f"row count differs: the {who} exceeds the row cap, the other does not",
-                            tuple(flags))  # fmt: skip
+        return TableVerdict(
+            False,
+            "mismatch",
+            f"row count differs: the {who} exceeds the row cap, the other does not",
+            tuple(flags),
+        )
     if order is not None:
         flags.append("order_checked")
     if not gold.rows:
@@ -250,9 +259,13 @@ def compare_tables(
     gw, pw = len(gold.columns), len(pred.columns)
     if gw != pw and not (opts.columns == "subset" and gw < pw):
         gcols, pcols = ", ".join(gold.columns), ", ".join(pred.columns)
-        return TableVerdict(False, "mismatch", f"column count differs: gold has {gw} ({gcols}), prediction has {pw} "
-                            f"({pcols})", tuple(flags), {"gold_columns": list(gold.columns),
-                                                          "pred_columns": list(pred.columns)})  # fmt: skip
+        return TableVerdict(
+            False,
+            "mismatch",
+            f"column count differs: gold has {gw} ({gcols}), prediction has {pw} ({pcols})",
+            tuple(flags),
+            {"gold_columns": list(gold.columns), "pred_columns": list(pred.columns)},
+        )
     if order is not None and order.tie_cut:
         flags.append("ambiguous_ties")
     if not gold.rows and opts.empty_gold_fails:
@@ -328,10 +341,17 @@ def _explain(
     """The message of a failed comparison: the first difference between aligned rows (firstdiff.py), found only
     now that the verdict is decided. Under set semantics both sides are compared as distinct rows."""
     diff = first_difference(
-        g, p, columns=gold.columns, pred_columns=pred.columns, mappings=tried, keys=keys() if keys else (),
-        abs_tol=opts.abs_tol, rel_tol=opts.rel_tol, distinct=opts.rows == "set",
+        g,
+        p,
+        columns=gold.columns,
+        pred_columns=pred.columns,
+        mappings=tried,
+        keys=keys() if keys else (),
+        abs_tol=opts.abs_tol,
+        rel_tol=opts.rel_tol,
+        distinct=opts.rows == "set",
         positional=opts.columns == "positional",
-    )  # fmt: skip
+    )
     if not tried and (diff is None or diff.mapping_score == 0):
         names = ", ".join(gold.columns)
         return f"no column of the prediction lines up with the gold's ({names})", {}

@@ -38,8 +38,14 @@ def _rows_match(expected: list[list[Any]], actual: list[tuple[Any, ...]]) -> boo
         return False
     left = list(actual)
     for row in expected:
-        hit = next((i for i, a in enumerate(left) if len(a) == len(row)
-                    and all(_expected_equal(e, v) for e, v in zip(row, a, strict=True))), None)  # fmt: skip
+        hit = next(
+            (
+                i
+                for i, a in enumerate(left)
+                if len(a) == len(row) and all(_expected_equal(e, v) for e, v in zip(row, a, strict=True))
+            ),
+            None,
+        )
         if hit is None:
             return False
         left.pop(hit)
@@ -79,7 +85,17 @@ def tcv_verdict(outcomes: list[CheckOutcome], *, gold: list[CheckOutcome] | None
         if not ok:
             failures.append(why)
     if failures:
-        return Verdict(scorer="tcv", match=False, kind="check_failed", message=failures[0],
-                       details={"failed": len(failures), "checks": len(outcomes), "reasons": failures[:10]})  # fmt: skip
-    return Verdict(scorer="tcv", match=True, kind="checks_passed", message=f"all {len(outcomes)} check(s) hold",
-                   details={"checks": len(outcomes)})  # fmt: skip
+        return Verdict(
+            scorer="tcv",
+            match=False,
+            kind="check_failed",
+            message=failures[0],
+            details={"failed": len(failures), "checks": len(outcomes), "reasons": failures[:10]},
+        )
+    return Verdict(
+        scorer="tcv",
+        match=True,
+        kind="checks_passed",
+        message=f"all {len(outcomes)} check(s) hold",
+        details={"checks": len(outcomes)},
+    )

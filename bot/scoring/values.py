@@ -30,8 +30,9 @@ JSON_ARRAY_OIDS = frozenset({199, 3807})
 # still fails. A single real::numeric keeps 6 significant digits (up to 5e-6 off): such suites set 1e-5.
 DEFAULT_ABS_TOL = 1e-9
 DEFAULT_REL_TOL = 1e-6
-FAST_OIDS = frozenset({16, 17, 18, 19, 20, 21, 23, 25, 26, 700, 701, 1042, 1043, 1082, 1083, 1114, 1184, 1186,
-                       1266, 1700, 2950})  # fmt: skip
+FAST_OIDS = frozenset(
+    {16, 17, 18, 19, 20, 21, 23, 25, 26, 700, 701, 1042, 1043, 1082, 1083, 1114, 1184, 1186, 1266, 1700, 2950}
+)
 
 
 class _Nan:

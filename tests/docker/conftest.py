@@ -49,8 +49,15 @@ def docker_engine() -> None:
 def sqlcanary_image(docker_engine: None) -> str:
     """The image, rebuilt from the working tree first (layer cache: seconds when only bot/ changed)."""
     build = subprocess.run(
-        [str(REPO / ".ci" / "docker-setup"), "build"], capture_output=True, text=True, timeout=1800,
-        env={**os.environ, "CI": "true", "SQLCANARY_IMAGE": IMAGE},  # a failed build must not look like success
+        [str(REPO / ".ci" / "docker-setup"), "build"],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env={
+            **os.environ,
+            "CI": "true",
+            "SQLCANARY_IMAGE": IMAGE,
+        },  # a failed build must not look like success
     )
     if build.returncode != 0:
         unavailable(f"the sqlcanary image could not be built: {(build.stdout + build.stderr)[-1500:]}")

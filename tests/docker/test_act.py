@@ -179,11 +179,21 @@ def pull_request(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, act
             act_binary, workdir=workdir, event=event, home=root / "home", fake=fake, git_server=git_server
         )
         first = act.run()
-        after_first = {"comments": [dict(c) for c in fake.state.repo(REPO).comments.values()],
-                       "check_runs": [dict(r) for r in fake.state.repo(REPO).check_runs.values()]}  # fmt: skip
+        after_first = {
+            "comments": [dict(c) for c in fake.state.repo(REPO).comments.values()],
+            "check_runs": [dict(r) for r in fake.state.repo(REPO).check_runs.values()],
+        }
         second = act.run()
-        yield Outcome(fake=fake, git_server=git_server, base_sha=base_sha, head_sha=head_sha, had_base=had_base,
-                      first=first, second=second, after_first=after_first)  # fmt: skip
+        yield Outcome(
+            fake=fake,
+            git_server=git_server,
+            base_sha=base_sha,
+            head_sha=head_sha,
+            had_base=had_base,
+            first=first,
+            second=second,
+            after_first=after_first,
+        )
     assert fake.errors == [], f"the fake GitHub saw requests it does not know: {fake.errors}"
 
 
@@ -195,14 +205,17 @@ def _has_commit(repo: Path, sha: str) -> bool:
 def _event(base_sha: str, head_sha: str) -> dict[str, Any]:
     repo = {"full_name": REPO, "default_branch": "main", "name": "agent", "owner": {"login": "acme"}}
     return {
-        "action": "synchronize", "number": 1,
+        "action": "synchronize",
+        "number": 1,
         "pull_request": {
-            "number": 1, "user": {"login": "alice"},
+            "number": 1,
+            "user": {"login": "alice"},
             "head": {"ref": "regress", "sha": head_sha, "repo": repo},
             "base": {"ref": "main", "sha": base_sha, "repo": repo},
         },
-        "repository": repo, "sender": {"login": "alice"},
-    }  # fmt: skip
+        "repository": repo,
+        "sender": {"login": "alice"},
+    }
 
 
 @dataclass(frozen=True)
@@ -235,18 +248,45 @@ class Act:
         self.home.mkdir(exist_ok=True)
         result = subprocess.run(
             [
-                self.binary, "pull_request", "-e", str(self.event), "-W", ".github/workflows/pr.yml", "--json",
-                "-P", f"ubuntu-latest={BASE_IMAGE}", "--pull=false", "--action-offline-mode", "--network", "host",
-                "--no-cache-server", "--container-daemon-socket", "-", "--rm",
-                "--github-instance", self.git_server.host, "--env", f"GITHUB_SERVER_URL=http://{self.git_server.host}",
-                "--env", f"GITHUB_API_URL={self.fake.base_url}", "-s", "GITHUB_TOKEN",
+                self.binary,
+                "pull_request",
+                "-e",
+                str(self.event),
+                "-W",
+                ".github/workflows/pr.yml",
+                "--json",
+                "-P",
+                f"ubuntu-latest={BASE_IMAGE}",
+                "--pull=false",
+                "--action-offline-mode",
+                "--network",
+                "host",
+                "--no-cache-server",
+                "--container-daemon-socket",
+                "-",
+                "--rm",
+                "--github-instance",
+                self.git_server.host,
+                "--env",
+                f"GITHUB_SERVER_URL=http://{self.git_server.host}",
+                "--env",
+                f"GITHUB_API_URL={self.fake.base_url}",
+                "-s",
+                "GITHUB_TOKEN",
             ],
-            cwd=self.workdir, capture_output=True, text=True, timeout=900,
+            cwd=self.workdir,
+            capture_output=True,
+            text=True,
+            timeout=900,
             # A fresh HOME keeps the user's ~/.actrc (platforms, flags) and act's action cache out of the test;
             # the token reaches act through its environment, never its command line.
-            env={**os.environ, "HOME": str(self.home), "XDG_CONFIG_HOME": str(self.home / ".config"),
-                 "GITHUB_TOKEN": ACTIONS_TOKEN},  # fmt: skip
-        )  # fmt: skip
+            env={
+                **os.environ,
+                "HOME": str(self.home),
+                "XDG_CONFIG_HOME": str(self.home / ".config"),
+                "GITHUB_TOKEN": ACTIONS_TOKEN,
+            },
+        )
         lines = []
         for line in result.stdout.splitlines():
             try:

@@ -23,8 +23,20 @@ def test_image_follows_the_runner_conventions(sqlcanary_image: str) -> None:
     assert not config.get("WorkingDir")  # the runner sets the workspace as cwd
     env = dict(item.split("=", 1) for item in config["Env"])
     assert env["SQLCANARY_CACHE_DIR"].startswith("/")  # HOME is /github/home under the runner
-    safe = docker("run", "--rm", "--network", "host", "--entrypoint", "git", sqlcanary_image,
-                  "config", "--system", "--get-all", "safe.directory", check=True)  # fmt: skip
+    safe = docker(
+        "run",
+        "--rm",
+        "--network",
+        "host",
+        "--entrypoint",
+        "git",
+        sqlcanary_image,
+        "config",
+        "--system",
+        "--get-all",
+        "safe.directory",
+        check=True,
+    )
     assert "*" in safe.stdout.split()
 
 
@@ -39,13 +51,24 @@ def test_shop_suite_runs_as_root_on_the_preinitialised_server(sqlcanary_image: s
     out_dir = tmp_path / "out"
     out_dir.mkdir()
     script = (
-        f'{SQLCANARY} run /bench/shop --out /out/run.json; rc=$?; '
+        f"{SQLCANARY} run /bench/shop --out /out/run.json; rc=$?; "
         # the server the run used: its data dir is the image's, and the wheel runs it as a system user
         'stat -c "pgdata-owner=%U" "$SQLCANARY_CACHE_DIR"/pg*/postmaster.pid; exit $rc'
     )
     result = docker(
-        "run", "--rm", "--network", "host", "-v", f"{REPO / 'benchmarks'}:/bench:ro", "-v", f"{out_dir}:/out",
-        "--entrypoint", "sh", sqlcanary_image, "-c", script,
+        "run",
+        "--rm",
+        "--network",
+        "host",
+        "-v",
+        f"{REPO / 'benchmarks'}:/bench:ro",
+        "-v",
+        f"{out_dir}:/out",
+        "--entrypoint",
+        "sh",
+        sqlcanary_image,
+        "-c",
+        script,
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "pgdata-owner=embedded_postgres" in result.stdout

@@ -42,8 +42,9 @@ def remote(tmp_path: Path) -> dict[str, str]:
     git(src, "push", "-q", "origin", "main")
     shas = {"main": git(src, "rev-parse", "HEAD")}
     git(src, "checkout", "-q", "-b", "regress")
-    shas["regress"] = commit_answers(src, GOOD | {"names": "SELECT city FROM customers",
-                                                  "cities": f"!leak {LEAKED}"}, "break names")  # fmt: skip
+    shas["regress"] = commit_answers(
+        src, GOOD | {"names": "SELECT city FROM customers", "cities": f"!leak {LEAKED}"}, "break names"
+    )
     git(src, "push", "-q", "origin", "regress")
     shas["url"] = bare.as_uri()
     shas["src"] = str(src)
@@ -56,31 +57,46 @@ def checkout(remote: dict[str, str], branch: str, where: Path) -> Path:
     return where
 
 
-def pr_event(path: Path, remote: dict[str, str], *, fork: bool = False, number: int = 1,
-             author: str = "alice") -> Path:  # fmt: skip
+def pr_event(
+    path: Path, remote: dict[str, str], *, fork: bool = False, number: int = 1, author: str = "alice"
+) -> Path:
     head_repo = "mallory/agent" if fork else REPO
     repo = {"full_name": REPO, "default_branch": "main", "name": "agent", "owner": {"login": "acme"}}
     payload = {
-        "action": "synchronize", "number": number,
+        "action": "synchronize",
+        "number": number,
         "pull_request": {
-            "number": number, "user": {"login": author},
+            "number": number,
+            "user": {"login": author},
             "head": {"ref": "regress", "sha": remote["regress"], "repo": {**repo, "full_name": head_repo}},
             "base": {"ref": "main", "sha": remote["main"], "repo": repo},
         },
-        "repository": repo, "sender": {"login": "alice"},
-    }  # fmt: skip
+        "repository": repo,
+        "sender": {"login": "alice"},
+    }
     path.write_text(json.dumps(payload))
     return path
 
 
-def runner_env(tmp_path: Path, workspace: Path, event: Path, fake: FakeGitHub, event_name: str, **inputs: str) -> dict[str, str]:
+def runner_env(
+    tmp_path: Path, workspace: Path, event: Path, fake: FakeGitHub, event_name: str, **inputs: str
+) -> dict[str, str]:
     env = {
-        "GITHUB_EVENT_NAME": event_name, "GITHUB_EVENT_PATH": str(event), "GITHUB_WORKSPACE": str(workspace),
-        "GITHUB_OUTPUT": str(tmp_path / "output.txt"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
-        "GITHUB_API_URL": fake.base_url, "GITHUB_SERVER_URL": "https://github.example", "GITHUB_REPOSITORY": REPO,
-        "GITHUB_SHA": git(workspace, "rev-parse", "HEAD"), "GITHUB_RUN_ID": "42", "GITHUB_JOB": "eval",
-        "GITHUB_WORKFLOW": "sqlcanary", "CI": "true", "PATH": __import__("os").environ["PATH"],
-    }  # fmt: skip
+        "GITHUB_EVENT_NAME": event_name,
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_WORKSPACE": str(workspace),
+        "GITHUB_OUTPUT": str(tmp_path / "output.txt"),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "GITHUB_API_URL": fake.base_url,
+        "GITHUB_SERVER_URL": "https://github.example",
+        "GITHUB_REPOSITORY": REPO,
+        "GITHUB_SHA": git(workspace, "rev-parse", "HEAD"),
+        "GITHUB_RUN_ID": "42",
+        "GITHUB_JOB": "eval",
+        "GITHUB_WORKFLOW": "sqlcanary",
+        "CI": "true",
+        "PATH": __import__("os").environ["PATH"],
+    }
     env.update({f"INPUT_{k.upper().replace('_', '-')}": v for k, v in inputs.items()})
     return env
 
@@ -98,11 +114,22 @@ def pr(tmp_path, remote, fake, pg_dsn, monkeypatch):
     monkeypatch.delenv("SQLCANARY_ANSWER_CACHE", raising=False)
     monkeypatch.chdir(tmp_path)  # the action changes into the workspace; the test's folder comes back after
     fake.state.add_repo(REPO)
-    fake.state.add_pull(fake.base_url, REPO, head="regress", head_sha=remote["regress"], base_sha=remote["main"])
+    fake.state.add_pull(
+        fake.base_url, REPO, head="regress", head_sha=remote["regress"], base_sha=remote["main"]
+    )
     workspace = checkout(remote, "regress", tmp_path / "workspace")
     event = pr_event(tmp_path / "event.json", remote)
-    env = runner_env(tmp_path, workspace, event, fake, "pull_request", github_token=ACTIONS_TOKEN, config=CONFIG,
-                     database_url=pg_dsn, cache_dir=".sqlcanary/cache")  # fmt: skip
+    env = runner_env(
+        tmp_path,
+        workspace,
+        event,
+        fake,
+        "pull_request",
+        github_token=ACTIONS_TOKEN,
+        config=CONFIG,
+        database_url=pg_dsn,
+        cache_dir=".sqlcanary/cache",
+    )
     return {"env": env, "workspace": workspace, "tmp": tmp_path}
 
 
@@ -110,7 +137,9 @@ def comments(fake: FakeGitHub) -> list[dict]:
     return list(fake.state.repo(REPO).comments.values())
 
 
-def test_a_pull_request_gets_one_sticky_comment_a_check_run_annotations_summary_and_outputs(pr, fake, remote, capsys):
+def test_a_pull_request_gets_one_sticky_comment_a_check_run_annotations_summary_and_outputs(
+    pr, fake, remote, capsys
+):
     assert run_action(pr["env"], fake, capsys) == 1
     [comment] = comments(fake)
     assert comment["user"]["login"] == "github-actions[bot]"
@@ -126,12 +155,16 @@ def test_a_pull_request_gets_one_sticky_comment_a_check_run_annotations_summary_
     assert case_line["start_line"] == 4  # `- id: names`
     outputs = parse_outputs(Path(pr["env"]["GITHUB_OUTPUT"]))
     assert outputs["verdict"] == "regressions" and outputs["regressions"] == "2" and outputs["fixes"] == "0"
-    assert outputs["pass-rate-base"] == "1.0000" and float(outputs["pass-rate-head"]) == pytest.approx(1 / 3, abs=1e-4)
+    assert outputs["pass-rate-base"] == "1.0000" and float(outputs["pass-rate-head"]) == pytest.approx(
+        1 / 3, abs=1e-4
+    )
     assert Path(outputs["comment-path"]).is_file() and Path(outputs["report-path"]).is_file()
     assert "names" in Path(pr["env"]["GITHUB_STEP_SUMMARY"]).read_text()
 
 
-def test_runs_on_one_pr_keep_one_comment_edited_once_and_an_unchanged_run_edits_nothing(pr, fake, remote, capsys):
+def test_runs_on_one_pr_keep_one_comment_edited_once_and_an_unchanged_run_edits_nothing(
+    pr, fake, remote, capsys
+):
     assert run_action(pr["env"], fake, capsys) == 1
     # A new commit on the pull request fixes `names`: the same comment is edited.
     src = Path(remote["src"])
@@ -140,7 +173,9 @@ def test_runs_on_one_pr_keep_one_comment_edited_once_and_an_unchanged_run_edits_
     git(pr["workspace"], "fetch", "-q", "--depth", "1", "origin", "regress")
     git(pr["workspace"], "checkout", "-q", "--detach", "FETCH_HEAD")
     pr["env"]["GITHUB_SHA"] = new_head
-    pr_event(Path(pr["env"]["GITHUB_EVENT_PATH"]), {**remote, "regress": new_head})  # the event names the new head
+    pr_event(
+        Path(pr["env"]["GITHUB_EVENT_PATH"]), {**remote, "regress": new_head}
+    )  # the event names the new head
     assert run_action(pr["env"], fake, capsys) == 1
     assert run_action(pr["env"], fake, capsys) == 1  # nothing changed: the comment is left alone
     assert len(comments(fake)) == 1
@@ -164,7 +199,11 @@ def test_no_secret_reaches_a_request_a_file_the_summary_or_the_log(pr, fake, cap
     assert run_action(pr["env"], fake, capsys) == 1
     assert fake.leaks(LEAKED) == []
     out_dir = pr["workspace"] / "sqlcanary-results"
-    for path in [*out_dir.iterdir(), Path(pr["env"]["GITHUB_OUTPUT"]), Path(pr["env"]["GITHUB_STEP_SUMMARY"])]:
+    for path in [
+        *out_dir.iterdir(),
+        Path(pr["env"]["GITHUB_OUTPUT"]),
+        Path(pr["env"]["GITHUB_STEP_SUMMARY"]),
+    ]:
         assert LEAKED not in path.read_text(errors="replace"), path
     captured = capsys.readouterr()
     assert LEAKED not in captured.out + captured.err
@@ -183,10 +222,15 @@ def test_a_fork_pull_request_writes_nothing_to_github_and_leaves_the_files_to_po
     assert "::notice::" in capsys.readouterr().out
 
 
-def test_a_dependabot_pull_request_is_evaluated_only_and_the_llm_key_is_not_passed_on(pr, fake, remote, capsys):
+def test_a_dependabot_pull_request_is_evaluated_only_and_the_llm_key_is_not_passed_on(
+    pr, fake, remote, capsys
+):
     event = pr_event(pr["tmp"] / "bot.json", remote, author="dependabot[bot]")
-    env = pr["env"] | {"GITHUB_EVENT_PATH": str(event), "INPUT_OPENAI-API-KEY": "sk-test-should-not-be-used",
-                       "OPENAI_API_KEY": "sk-from-the-workflow-env"}  # fmt: skip
+    env = pr["env"] | {
+        "GITHUB_EVENT_PATH": str(event),
+        "INPUT_OPENAI-API-KEY": "sk-test-should-not-be-used",
+        "OPENAI_API_KEY": "sk-from-the-workflow-env",
+    }
     settings = Settings.from_environ(env)
     inputs, runner = read_inputs(env), RunnerContext.from_environ(env)
     ctx = ActionContext(inputs=inputs, runner=runner, event=load_event("pull_request", event), mode="check")
@@ -194,7 +238,10 @@ def test_a_dependabot_pull_request_is_evaluated_only_and_the_llm_key_is_not_pass
     assert "OPENAI_API_KEY" not in evaluation and not any(k.startswith("INPUT_") for k in evaluation)
     assert "sk-" not in json.dumps(dict(evaluation))
     trusted = replace(ctx, event=load_event("pull_request", pr_event(pr["tmp"] / "ok.json", remote)))
-    assert action_settings(settings, trusted, pr["workspace"]).environ["OPENAI_API_KEY"] == "sk-test-should-not-be-used"
+    assert (
+        action_settings(settings, trusted, pr["workspace"]).environ["OPENAI_API_KEY"]
+        == "sk-test-should-not-be-used"
+    )
     assert run_action(env, fake, capsys) == 1
     assert fake.requests == []
     assert "Dependabot" in capsys.readouterr().out
@@ -221,11 +268,29 @@ def test_after_a_push_baseline_the_pr_base_is_not_evaluated_again(pr, fake, remo
     main_checkout = checkout(remote, "main", tmp_path / "main-workspace")
     push = tmp_path / "push.json"
     repo = {"full_name": REPO, "default_branch": "main", "name": "agent", "owner": {"login": "acme"}}
-    push.write_text(json.dumps({"ref": "refs/heads/main", "before": "0" * 40, "after": remote["main"],
-                                "repository": repo, "sender": {"login": "alice"}}))  # fmt: skip
+    push.write_text(
+        json.dumps(
+            {
+                "ref": "refs/heads/main",
+                "before": "0" * 40,
+                "after": remote["main"],
+                "repository": repo,
+                "sender": {"login": "alice"},
+            }
+        )
+    )
     cache = str(tmp_path / "shared-cache")  # what actions/cache restores in both jobs
-    env = runner_env(tmp_path, main_checkout, push, fake, "push", github_token=ACTIONS_TOKEN, config=CONFIG,
-                     database_url=pr["env"]["INPUT_DATABASE-URL"], cache_dir=cache)  # fmt: skip
+    env = runner_env(
+        tmp_path,
+        main_checkout,
+        push,
+        fake,
+        "push",
+        github_token=ACTIONS_TOKEN,
+        config=CONFIG,
+        database_url=pr["env"]["INPUT_DATABASE-URL"],
+        cache_dir=cache,
+    )
     assert run_action(env | {"INPUT_MODE": "baseline"}, fake, capsys) == 0
     capsys.readouterr()
     assert run_action(pr["env"] | {"INPUT_CACHE-DIR": cache}, fake, capsys) == 1
@@ -235,7 +300,9 @@ def test_after_a_push_baseline_the_pr_base_is_not_evaluated_again(pr, fake, remo
     assert base == baseline  # the very run the push stored: no agent call for the base
 
 
-def test_main_reads_the_runner_environment_masks_secrets_first_and_exits_with_the_gate(pr, fake, monkeypatch, capsys):
+def test_main_reads_the_runner_environment_masks_secrets_first_and_exits_with_the_gate(
+    pr, fake, monkeypatch, capsys
+):
     for key, value in pr["env"].items():
         monkeypatch.setenv(key, value)
     assert main(["action"]) == 1

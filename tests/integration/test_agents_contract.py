@@ -34,13 +34,20 @@ INSERT INTO customers VALUES (1, 'Ada', 'Paris'), (2, 'Bo', 'Rome'), (3, 'Cy', N
 # id -> (gold, the agent's answer, category); the answers the agents give are the cases' instructions.
 CASES = {
     "count": ("SELECT count(*) FROM customers", "SELECT count(*) AS n FROM customers", "query"),
-    "names": ("SELECT name FROM customers ORDER BY id", "SELECT c.name FROM customers c ORDER BY c.id", "query"),
+    "names": (
+        "SELECT name FROM customers ORDER BY id",
+        "SELECT c.name FROM customers c ORDER BY c.id",
+        "query",
+    ),
     "wrong": ("SELECT city FROM customers", "SELECT city FROM customers WHERE city IS NOT NULL", "query"),
-    "add": ("INSERT INTO customers VALUES (4, 'Di', 'Oslo')",
-            "INSERT INTO customers (id, name, city) VALUES (4, 'Di', 'Oslo')", "management"),
-}  # fmt: skip
+    "add": (
+        "INSERT INTO customers VALUES (4, 'Di', 'Oslo')",
+        "INSERT INTO customers (id, name, city) VALUES (4, 'Di', 'Oslo')",
+        "management",
+    ),
+}
 EXPECTED = {"count": "passed", "names": "passed", "wrong": "failed", "add": "passed"}
-CHECKS = '    checks:\n      - SELECT count(*) = 4 FROM customers\n      - {sql: "SELECT * FROM customers WHERE id = 4", expect: gold}\n'  # fmt: skip
+CHECKS = '    checks:\n      - SELECT count(*) = 4 FROM customers\n      - {sql: "SELECT * FROM customers WHERE id = 4", expect: gold}\n'
 
 # A suite where the agent misbehaves on some cases: id -> (instructions, expected error_class or None for passed).
 MISBEHAVING = {
@@ -66,8 +73,13 @@ TINY_SUITE = Path(__file__).resolve().parents[1] / "fixtures" / "suites" / "sing
 def _suite_yaml(cases: dict[str, tuple[str, str, str]]) -> str:
     out = ["databases:", "  shop: shop.sql", "cases:"]
     for cid, (gold, answer, category) in cases.items():
-        out += [f"  - id: {cid}", f"    question: case {cid}?", f"    category: {category}",
-                f"    instructions: {json.dumps(answer)}", f"    gold_sql: {json.dumps(gold)}"]  # fmt: skip
+        out += [
+            f"  - id: {cid}",
+            f"    question: case {cid}?",
+            f"    category: {category}",
+            f"    instructions: {json.dumps(answer)}",
+            f"    gold_sql: {json.dumps(gold)}",
+        ]
         if category == "management":
             out.append(CHECKS.rstrip("\n"))
     return "\n".join(out) + "\n"
@@ -205,8 +217,20 @@ def test_an_agent_command_that_cannot_start_fails_the_run_at_once(
     monkeypatch.chdir(tmp_path)  # the folder a command given with --agent resolves against
     monkeypatch.delenv("DATABASE_URL", raising=False)
     out = tmp_path / "run.json"
-    code = main(["run", str(TINY_SUITE), "--agent", "command:no-such-binary --fast", *persistent,
-                 "--dsn", "postgresql://nobody@127.0.0.1:1/none", "--out", str(out), "-q"])  # fmt: skip
+    code = main(
+        [
+            "run",
+            str(TINY_SUITE),
+            "--agent",
+            "command:no-such-binary --fast",
+            *persistent,
+            "--dsn",
+            "postgresql://nobody@127.0.0.1:1/none",
+            "--out",
+            str(out),
+            "-q",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == EXIT_BAD_INPUT, err
     assert "no-such-binary" in err and str(tmp_path) in err
@@ -229,8 +253,12 @@ def test_the_run_file_has_the_promised_shape(run_cli, workdir: Path) -> None:
     raw = json.loads(out.read_text())
     assert raw["schema_version"] == SCHEMA_VERSION
     assert {k: raw["summary"][k] for k in ("total", "passed", "failed", "invalid", "errored")} == {
-        "total": 4, "passed": 3, "failed": 1, "invalid": 0, "errored": 0,
-    }  # fmt: skip
+        "total": 4,
+        "passed": 3,
+        "failed": 1,
+        "invalid": 0,
+        "errored": 0,
+    }
     assert raw["summary"]["by_category"]["management"]["passed"] == 1
     verdicts = {c["id"]: c["verdicts"] for c in raw["cases"]}
     assert (
@@ -256,8 +284,10 @@ def test_min_pass_rate_gate(run_cli, workdir: Path, rate: str, code: int) -> Non
 
 def test_an_unknown_preset_in_a_case_is_bad_input(workdir: Path, pg_dsn: str, tmp_path: Path) -> None:
     suite = tmp_path / "suite.yml"
-    suite.write_text(f"databases: {{shop: {workdir / 'shop.sql'}}}\ncases:\n  - id: p\n    question: q?\n"
-                     "    gold_sql: SELECT 1\n    compare: {preset: bird2}\n")  # fmt: skip
+    suite.write_text(
+        f"databases: {{shop: {workdir / 'shop.sql'}}}\ncases:\n  - id: p\n    question: q?\n"
+        "    gold_sql: SELECT 1\n    compare: {preset: bird2}\n"
+    )
     assert (
         main(["run", str(suite), "--dsn", pg_dsn, "--out", str(tmp_path / "o.json"), "-q"]) == EXIT_BAD_INPUT
     )

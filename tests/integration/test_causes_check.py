@@ -45,8 +45,11 @@ def shop_repo(tmp_path_factory: pytest.TempPathFactory, pg_dsn: str):
     git(repo, "commit", "-q", "-m", "shop")
     for name in NAMES:
         git(repo, "checkout", "-q", "-b", name, "main")
-        subprocess.run([sys.executable, str(REGRESSIONS / "apply.py"), name, "--kb", str(repo / SUITE / "kb")],
-                       check=True, capture_output=True)  # fmt: skip
+        subprocess.run(
+            [sys.executable, str(REGRESSIONS / "apply.py"), name, "--kb", str(repo / SUITE / "kb")],
+            check=True,
+            capture_output=True,
+        )
         git(repo, "commit", "-q", "-am", f"plant {name}")
     git(repo, "checkout", "-q", "main")
     patch = pytest.MonkeyPatch()
@@ -96,8 +99,9 @@ def cause_lines(section: str) -> dict[str, tuple[str, set[str]]]:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_each_planted_regression_is_traced_to_the_lines_it_edits(shop_repo: Path, pg_dsn: str, tmp_path: Path,
-                                                                 name: str) -> None:  # fmt: skip
+def test_each_planted_regression_is_traced_to_the_lines_it_edits(
+    shop_repo: Path, pg_dsn: str, tmp_path: Path, name: str
+) -> None:
     out = tmp_path / "out"
     argv = ["check", SUITE, "--base", "main", "--head", name, "--dsn", pg_dsn, "--out", str(out), "-q"]
     assert main(argv) == 1
@@ -134,8 +138,21 @@ def test_a_change_outside_the_kb_is_not_explained(shop_repo: Path, pg_dsn: str, 
     git(shop_repo, "commit", "-q", "-am", "agent: sum instead of avg")
     git(shop_repo, "checkout", "-q", "main")
     out = tmp_path / "out"
-    argv = ["check", SUITE, "--base", "main", "--head", "agent-change", "--dsn", pg_dsn, "--out", str(out), "-q",
-            "--id", "shop-traffic-dau-*"]  # fmt: skip
+    argv = [
+        "check",
+        SUITE,
+        "--base",
+        "main",
+        "--head",
+        "agent-change",
+        "--dsn",
+        pg_dsn,
+        "--out",
+        str(out),
+        "-q",
+        "--id",
+        "shop-traffic-dau-*",
+    ]
     assert main(argv) == 1
     comparison = Comparison.model_validate_json((out / "comparison.json").read_text())
     regressed = {c.id for c in comparison.judged_as("regressed")}

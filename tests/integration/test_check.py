@@ -38,8 +38,17 @@ def shop_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pg_dsn: str) -> P
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "shop")
     git(repo, "checkout", "-q", "-b", "regress")
-    subprocess.run([sys.executable, str(SHOP / "regressions" / "apply.py"), REGRESSION, "--kb",
-                    str(repo / SUITE / "kb")], check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            str(SHOP / "regressions" / "apply.py"),
+            REGRESSION,
+            "--kb",
+            str(repo / SUITE / "kb"),
+        ],
+        check=True,
+        capture_output=True,
+    )
     git(repo, "commit", "-q", "-am", f"plant {REGRESSION}")
     git(repo, "checkout", "-q", "main")
     monkeypatch.chdir(repo)
@@ -86,8 +95,9 @@ def test_check_names_exactly_the_broken_cases_and_reuses_the_cached_base(shop_re
     again = read_run(second / "head.json")
     assert (again.meta.agent_calls, again.meta.cache_hits) == (0, 24)  # unchanged KB: no agent call at all
     assert again.meta.agent_fingerprint == head.meta.agent_fingerprint  # same commit, another folder
-    assert {c.id for c in Comparison.model_validate_json((second / "comparison.json").read_text())
-            .of("regressed")} == breaks()  # fmt: skip
+    assert {
+        c.id for c in Comparison.model_validate_json((second / "comparison.json").read_text()).of("regressed")
+    } == breaks()
     assert git(shop_repo, "worktree", "list", "--porcelain").count("worktree ") == 1
 
 

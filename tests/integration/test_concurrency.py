@@ -63,11 +63,16 @@ def _suite(tmp_path: Path) -> tuple[Path, str]:
     cases = [
         {"id": "c1", "question": q, "gold_sql": "SELECT count(*) FROM t"},
         {"id": "c2", "question": q, "gold_sql": "SELECT count(*) FROM t"},
-        {"id": "c3", "question": "Vacuum t", "category": "management", "gold_sql": "VACUUM t",
-         "checks": ["SELECT count(*) = 3 FROM t"]},
+        {
+            "id": "c3",
+            "question": "Vacuum t",
+            "category": "management",
+            "gold_sql": "VACUUM t",
+            "checks": ["SELECT count(*) = 3 FROM t"],
+        },
         {"id": "c4", "question": "Total?", "gold_sql": "SELECT sum(x) FROM t"},
         {"id": "c5", "question": "Broken gold", "gold_sql": "SELECT no_such_column FROM t"},
-    ]  # fmt: skip
+    ]
     suite = tmp_path / "suite.yml"
     suite.write_text(yaml.safe_dump({"name": label, "databases": {label: str(fixture)}, "cases": cases}))
     (tmp_path / "agent.py").write_text(AGENT)
@@ -79,8 +84,17 @@ def _statuses(out: Path) -> dict[str, str]:
 
 
 def _argv(tmp_path: Path, suite: Path, out: Path, dsn: str | None) -> list[str]:
-    argv = ["run", str(suite), "--agent", f"python:{tmp_path / 'agent.py'}:answer", "--jobs", "1",
-            "--out", str(out), "-q"]  # fmt: skip
+    argv = [
+        "run",
+        str(suite),
+        "--agent",
+        f"python:{tmp_path / 'agent.py'}:answer",
+        "--jobs",
+        "1",
+        "--out",
+        str(out),
+        "-q",
+    ]
     return argv + (["--dsn", dsn] if dsn else [])
 
 
@@ -191,8 +205,13 @@ def test_a_second_run_keeps_the_first_runs_password(tmp_path, password_dsn):
         first = dbs[label].dsn
         before = _rolpassword(password_dsn)
         out = tmp_path / "second.json"
-        proc = subprocess.run([sys.executable, "-m", "bot.cli", *_argv(tmp_path, suite, out, password_dsn)],
-                              cwd=REPO, capture_output=True, text=True, timeout=WAIT_S)  # fmt: skip
+        proc = subprocess.run(
+            [sys.executable, "-m", "bot.cli", *_argv(tmp_path, suite, out, password_dsn)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=WAIT_S,
+        )
         assert proc.returncode == 0, proc.stderr
         assert _rolpassword(password_dsn) == before, "the role's password was changed by the second run"
         with closing(psycopg2.connect(first)) as conn, conn.cursor() as cur:
@@ -231,13 +250,17 @@ def test_a_role_left_by_an_older_sqlcanary_gets_one_stored_password(password_dsn
     assert len(got) == 3 and len(set(got)) == 1
     runner = psycopg2.extensions.make_dsn(password_dsn, user=RUNNER_ROLE, password=got[0])
     with closing(psycopg2.connect(runner)) as conn, conn.cursor() as cur:
-        cur.execute("SELECT rolsuper, rolcreatedb, rolcreaterole, rolreplication, rolbypassrls, rolconfig "
-                    "FROM pg_roles WHERE rolname = current_user")  # fmt: skip
+        cur.execute(
+            "SELECT rolsuper, rolcreatedb, rolcreaterole, rolreplication, rolbypassrls, rolconfig "
+            "FROM pg_roles WHERE rolname = current_user"
+        )
         *flags, config = cur.fetchone()
         assert flags == [False] * 5
         assert {"statement_timeout=120s", "temp_file_limit=1GB"} <= set(config)
-        cur.execute("SELECT count(*) FROM pg_auth_members m JOIN pg_roles u ON u.oid = m.member "
-                    "WHERE u.rolname = current_user")  # fmt: skip
+        cur.execute(
+            "SELECT count(*) FROM pg_auth_members m JOIN pg_roles u ON u.oid = m.member "
+            "WHERE u.rolname = current_user"
+        )
         assert cur.fetchone()[0] == 0
         with pytest.raises(psycopg2.errors.InsufficientPrivilege):
             cur.execute(f"SELECT password FROM {ADMIN_SCHEMA}.runner_secret")

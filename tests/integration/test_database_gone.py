@@ -46,8 +46,21 @@ def test_database_gone_exits_2_and_keeps_results(tmp_path, pg_dsn, monkeypatch, 
     # request's code: it runs in process, as without root, where it sees the environment.
     monkeypatch.setattr("bot.agents.sandbox.sandbox_wanted", lambda: False)
     out = tmp_path / "run.json"
-    rc = main(["run", str(suite), "--agent", f"python:{tmp_path / 'agent.py'}:answer", "--dsn", pg_dsn,
-               "--out", str(out), "--jobs", "1", "-q"])  # fmt: skip
+    rc = main(
+        [
+            "run",
+            str(suite),
+            "--agent",
+            f"python:{tmp_path / 'agent.py'}:answer",
+            "--dsn",
+            pg_dsn,
+            "--out",
+            str(out),
+            "--jobs",
+            "1",
+            "-q",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2, err
     assert "connect" in err or "lost" in err

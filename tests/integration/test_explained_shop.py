@@ -60,8 +60,10 @@ def planted_run(name: str, tmp_path: Path, dsn: str) -> tuple[dict, list[CaseRes
     manifest = yaml.safe_load((suite / "regressions" / f"{name}.yml").read_text())
     done = subprocess.run(
         [sys.executable, str(suite / "regressions" / "apply.py"), name, "--kb", str(suite / "kb")],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     ids = [arg for case_id in manifest["breaks"] for arg in ("--id", case_id)]
     out = tmp_path / "run.json"

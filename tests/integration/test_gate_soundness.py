@@ -20,6 +20,7 @@ pytestmark = pytest.mark.integration
 if shutil.which("git") is None:  # pragma: no cover - CI has git
     pytest.skip("git is not installed", allow_module_level=True)
 
+
 @pytest.fixture
 def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = make_tiny_repo(tmp_path / "repo")
@@ -37,8 +38,21 @@ def branch_breaking_the_data_file(root: Path) -> None:
 
 
 def check(pg_dsn: str, out: Path, *extra: str) -> int:
-    return main(["check", "--config", "evals/agent/sqlcanary.yml", "--base", "main", "--dsn", pg_dsn,
-                 "--out", str(out), "-q", *extra])  # fmt: skip
+    return main(
+        [
+            "check",
+            "--config",
+            "evals/agent/sqlcanary.yml",
+            "--base",
+            "main",
+            "--dsn",
+            pg_dsn,
+            "--out",
+            str(out),
+            "-q",
+            *extra,
+        ]
+    )
 
 
 def test_a_change_to_a_file_the_agent_reads_fails_the_check_with_a_fresh_cache(repo, pg_dsn, tmp_path):
@@ -60,7 +74,7 @@ def test_a_branch_that_deletes_the_case_it_broke_still_fails(repo, pg_dsn, tmp_p
     cases = repo / "evals/suite/cases/all.yml"
     text = cases.read_text()
     start = text.index("- id: names")
-    cases.write_text(text[:start] + text[text.index("- id: cities"):])
+    cases.write_text(text[:start] + text[text.index("- id: cities") :])
     git(repo, "commit", "-qam", "delete the case the change broke")
     assert check(pg_dsn, tmp_path / "out") == 1
     comparison = Comparison.model_validate_json((tmp_path / "out/comparison.json").read_text())
@@ -80,10 +94,14 @@ def test_narrowed_inputs_that_miss_the_file_replay_the_base_answers(repo, pg_dsn
 
 
 @pytest.mark.parametrize("where", [".", "evals", "evals/agent", "data"])
-def test_a_relative_agent_command_in_the_config_works_from_any_folder(repo, pg_dsn, tmp_path, monkeypatch, where):
+def test_a_relative_agent_command_in_the_config_works_from_any_folder(
+    repo, pg_dsn, tmp_path, monkeypatch, where
+):
     monkeypatch.chdir(repo / where)
     cfg = repo / "evals/agent/sqlcanary.yml"
-    assert main(["run", "--config", str(cfg), "--dsn", pg_dsn, "--out", str(tmp_path / "run.json"), "-q"]) == 0
+    assert (
+        main(["run", "--config", str(cfg), "--dsn", pg_dsn, "--out", str(tmp_path / "run.json"), "-q"]) == 0
+    )
     assert read_run(tmp_path / "run.json").summary.passed == 3
 
 

@@ -35,15 +35,24 @@ def test_120_annotations_arrive_in_three_requests_of_at_most_50_and_the_run_hold
     repo = get_repository(client(fake_github), REPO)
 
     published = publish_check_run(
-        repo, name="sqlcanary / shop", head_sha=HEAD_SHA, conclusion="failure", title="2 regressions",
-        summary="## summary", text="details", annotations=_annotations(120), repo_paths={CASE_FILE},
-    )  # fmt: skip
+        repo,
+        name="sqlcanary / shop",
+        head_sha=HEAD_SHA,
+        conclusion="failure",
+        title="2 regressions",
+        summary="## summary",
+        text="details",
+        annotations=_annotations(120),
+        repo_paths={CASE_FILE},
+    )
 
     assert (published.via, published.annotations_sent, published.annotations_dropped) == ("check_run", 120, 0)
     writes = fake_github.writes()
     assert [(r.method, r.operation) for r in writes] == [
-        ("POST", "checks/create"), ("PATCH", "checks/update"), ("PATCH", "checks/update"),
-    ]  # fmt: skip
+        ("POST", "checks/create"),
+        ("PATCH", "checks/update"),
+        ("PATCH", "checks/update"),
+    ]
     assert [len(r.body["output"]["annotations"]) for r in writes] == [50, 50, 20]
     stored = fake_github.state.repo(REPO).annotations[published.check_run_id]
     assert [a["start_line"] for a in stored] == list(range(1, 121))
@@ -62,9 +71,15 @@ def test_annotations_outside_the_repository_are_dropped(fake_github):
     repo = get_repository(client(fake_github), REPO)
     annotations = _annotations(3) + _annotations(2, "/tmp/x.yml") + _annotations(1, "./" + CASE_FILE)
     published = publish_check_run(
-        repo, name="c", head_sha=HEAD_SHA, conclusion="success", title="ok", summary="s",
-        annotations=annotations, repo_paths=[CASE_FILE],
-    )  # fmt: skip
+        repo,
+        name="c",
+        head_sha=HEAD_SHA,
+        conclusion="success",
+        title="ok",
+        summary="s",
+        annotations=annotations,
+        repo_paths=[CASE_FILE],
+    )
     assert (published.annotations_sent, published.annotations_dropped) == (4, 2)
     assert {a["path"] for a in fake_github.state.repo(REPO).annotations[published.check_run_id]} == {
         CASE_FILE
@@ -74,9 +89,14 @@ def test_annotations_outside_the_repository_are_dropped(fake_github):
 def test_no_annotations_make_one_request_and_outputs_over_the_limit_are_cut_to_fit(fake_github):
     repo = get_repository(client(fake_github), REPO)
     published = publish_check_run(
-        repo, name="c", head_sha=HEAD_SHA, conclusion="neutral", title="t" * 300,
-        summary="s" * (MAX_OUTPUT_CHARS + 10), text="x" * 70_000,
-    )  # fmt: skip
+        repo,
+        name="c",
+        head_sha=HEAD_SHA,
+        conclusion="neutral",
+        title="t" * 300,
+        summary="s" * (MAX_OUTPUT_CHARS + 10),
+        text="x" * 70_000,
+    )
     assert published.via == "check_run" and len(fake_github.writes()) == 1
     output = fake_github.state.repo(REPO).check_runs[published.check_run_id]["output"]
     assert len(output["summary"]) == len(output["text"]) == MAX_OUTPUT_CHARS
@@ -88,9 +108,16 @@ def test_a_403_on_check_runs_falls_back_to_a_commit_status_of_at_most_140_charac
     title = "3 regressions, 1 fix: " + "case dau-id-2025-11 regressed because " * 10
 
     published = publish_check_run(
-        repo, name="sqlcanary / shop", head_sha=HEAD_SHA, conclusion="failure", title=title,
-        summary="s", annotations=_annotations(60), repo_paths=[CASE_FILE], details_url="https://ci.example/run/1",
-    )  # fmt: skip
+        repo,
+        name="sqlcanary / shop",
+        head_sha=HEAD_SHA,
+        conclusion="failure",
+        title=title,
+        summary="s",
+        annotations=_annotations(60),
+        repo_paths=[CASE_FILE],
+        details_url="https://ci.example/run/1",
+    )
 
     assert published.via == "commit_status" and "403" in published.detail
     [status] = fake_github.state.repo(REPO).statuses
@@ -124,8 +151,11 @@ def test_the_fake_rejects_an_invalid_check_run_body_with_422(fake_github):
         repo.create_check_run("c", HEAD_SHA, conclusion="bogus", output={"title": "t", "summary": "s"})
     assert raised.value.status == 422 and "bogus" in raised.value.data["message"]
     with pytest.raises(GithubException) as raised:  # 51 annotations in one request
-        repo.create_check_run("c", HEAD_SHA, output={"title": "t", "summary": "s",
-                                                      "annotations": [a.to_api() for a in _annotations(51)]})  # fmt: skip
+        repo.create_check_run(
+            "c",
+            HEAD_SHA,
+            output={"title": "t", "summary": "s", "annotations": [a.to_api() for a in _annotations(51)]},
+        )
     assert (
         raised.value.status == 422
         and "output/annotations: does not satisfy maxItems 50" in raised.value.data["message"]

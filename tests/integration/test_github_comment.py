@@ -66,8 +66,10 @@ def test_own_comment_without_the_marker_and_another_suites_marker_are_left_alone
         repo, 1, "shop report", marker=MARKER, author_login=GITHUB_ACTIONS_LOGIN
     ).action == ("created")
     assert [c["body"] for c in _comments(fake_github)] == [
-        "a plain comment by the bot", f"{other}\nbird report", f"{MARKER}\nshop report",  # marker put on top
-    ]  # fmt: skip
+        "a plain comment by the bot",
+        f"{other}\nbird report",
+        f"{MARKER}\nshop report",  # marker put on top
+    ]
 
 
 def test_the_sticky_comment_is_found_past_the_first_page(fake_github):

@@ -34,8 +34,9 @@ def _raw(
     fake: FakeGitHub, method: str, path: str, body: object = None, token: str = ACTIONS_TOKEN
 ) -> tuple[int, dict]:
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(fake.base_url + path, data=data, method=method,
-                                     headers={"Authorization": f"token {token}"})  # fmt: skip
+    request = urllib.request.Request(
+        fake.base_url + path, data=data, method=method, headers={"Authorization": f"token {token}"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=10) as answer:
             return answer.status, json.loads(answer.read() or b"null")
@@ -55,15 +56,23 @@ def test_an_unknown_route_is_answered_404_and_recorded_as_an_error():
 def test_bad_bodies_and_parameters_get_422_with_the_validators_message(fake_github):
     status, body = _raw(fake_github, "POST", f"/repos/{REPO}/statuses/{HEAD_SHA}", {"state": "green"})
     assert status == 422 and "'green' is not one of" in body["message"]
-    status, body = _raw(fake_github, "POST", f"/repos/{REPO}/statuses/{HEAD_SHA}", {"state": "success",
-                                                                                   "description": "d" * 141})  # fmt: skip
+    status, body = _raw(
+        fake_github,
+        "POST",
+        f"/repos/{REPO}/statuses/{HEAD_SHA}",
+        {"state": "success", "description": "d" * 141},
+    )
     assert status == 422 and "description" in body["message"] and "too long" in body["message"]
     status, body = _raw(fake_github, "POST", f"/repos/{REPO}/issues/1/comments", {"text": "no body key"})
     assert status == 422 and "'body' is a required property" in body["message"]
     status, body = _raw(fake_github, "GET", f"/repos/{REPO}/issues/1/comments?per_page=lots")
     assert status == 422 and "query parameter 'per_page': 'lots' is not of type 'integer'" in body["message"]
-    status, body = _raw(fake_github, "POST", f"/repos/{REPO}/check-runs", {"name": "c", "head_sha": HEAD_SHA,
-                                                                           "started_at": "yesterday"})  # fmt: skip
+    status, body = _raw(
+        fake_github,
+        "POST",
+        f"/repos/{REPO}/check-runs",
+        {"name": "c", "head_sha": HEAD_SHA, "started_at": "yesterday"},
+    )
     assert status == 422 and "date-time" in body["message"]
     assert fake_github.state.repo(REPO).statuses == [] and fake_github.state.repo(REPO).check_runs == {}
     assert all(r.status == 422 for r in fake_github.requests)
@@ -92,8 +101,12 @@ def test_a_429_with_retry_after_is_retried(fake_github):
 def test_a_secondary_rate_limit_403_with_retry_after_is_retried_not_taken_for_a_permission_problem(
     fake_github,
 ):
-    fake_github.fail("checks/create", 403, message="You have exceeded a secondary rate limit.",
-                     headers={"Retry-After": "0"})  # fmt: skip
+    fake_github.fail(
+        "checks/create",
+        403,
+        message="You have exceeded a secondary rate limit.",
+        headers={"Retry-After": "0"},
+    )
     repo = get_repository(client(fake_github), REPO)
     run = repo.create_check_run("c", HEAD_SHA, conclusion="success", output={"title": "t", "summary": "s"})
     assert run.conclusion == "success"

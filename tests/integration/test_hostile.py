@@ -36,18 +36,37 @@ def _suite(tmp_path: Path) -> tuple[Path, Path]:
             }
         )
         cases.append({"id": f"{qid}:canary", "question": "List the accounts.", "gold_sql": CANARY_SQL})
-        cases.append({
-            "id": mid, "question": "Give ada one more unit of balance.", "category": "management",
-            "gold_sql": "UPDATE accounts SET balance = balance + 1 WHERE id = 1",
-            "checks": ["SELECT balance = 101 FROM accounts WHERE id = 1",
-                       {"sql": "SELECT count(*) FROM accounts", "expect": [[3]]}],
-        })  # fmt: skip
+        cases.append(
+            {
+                "id": mid,
+                "question": "Give ada one more unit of balance.",
+                "category": "management",
+                "gold_sql": "UPDATE accounts SET balance = balance + 1 WHERE id = 1",
+                "checks": [
+                    "SELECT balance = 101 FROM accounts WHERE id = 1",
+                    {"sql": "SELECT count(*) FROM accounts", "expect": [[3]]},
+                ],
+            }
+        )
         cases.append({"id": f"{mid}:canary", "question": "List the accounts.", "gold_sql": CANARY_SQL})
-        preds += [{"id": qid, "sql": attack["sql"]}, {"id": mid, "sql": attack["sql"]},
-                  {"id": f"{qid}:canary", "sql": CANARY_SQL}, {"id": f"{mid}:canary", "sql": CANARY_SQL}]  # fmt: skip
+        preds += [
+            {"id": qid, "sql": attack["sql"]},
+            {"id": mid, "sql": attack["sql"]},
+            {"id": f"{qid}:canary", "sql": CANARY_SQL},
+            {"id": f"{mid}:canary", "sql": CANARY_SQL},
+        ]
     suite = tmp_path / "hostile.yml"
-    suite.write_text(yaml.safe_dump({"name": "hostile", "databases": {"bank": str(FIXTURES / "bank.sql")},
-                                     "defaults": {"row_cap": 1000}, "cases": cases}, sort_keys=False))  # fmt: skip
+    suite.write_text(
+        yaml.safe_dump(
+            {
+                "name": "hostile",
+                "databases": {"bank": str(FIXTURES / "bank.sql")},
+                "defaults": {"row_cap": 1000},
+                "cases": cases,
+            },
+            sort_keys=False,
+        )
+    )
     pred_file = tmp_path / "preds.jsonl"
     pred_file.write_text("".join(json.dumps(p) + "\n" for p in preds))
     return suite, pred_file
@@ -59,8 +78,23 @@ def hostile_run(tmp_path_factory, pg_dsn):
     PWNED.unlink(missing_ok=True)
     suite, preds = _suite(tmp)
     out = tmp / "run.json"
-    rc = main(["run", str(suite), "--agent", f"predictions:{preds}", "--dsn", pg_dsn, "--out", str(out),
-               "--jobs", "1", "--statement-timeout", "2s", "-q"])  # fmt: skip
+    rc = main(
+        [
+            "run",
+            str(suite),
+            "--agent",
+            f"predictions:{preds}",
+            "--dsn",
+            pg_dsn,
+            "--out",
+            str(out),
+            "--jobs",
+            "1",
+            "--statement-timeout",
+            "2s",
+            "-q",
+        ]
+    )
     assert rc == 0
     return {c.id: c for c in read_run(out).cases}
 

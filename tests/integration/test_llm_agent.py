@@ -133,15 +133,19 @@ def _set_llm(suite: Path, **settings) -> None:
 
 
 @pytest.mark.parametrize(("temperature", "per_case"), [(0.7, 3), (0.0, 1)])
-def test_repeat_at_a_temperature_above_zero_asks_once_per_attempt(shop_with_llm, pg_dsn, tmp_path, temperature,
-                                                                   per_case):  # fmt: skip
+def test_repeat_at_a_temperature_above_zero_asks_once_per_attempt(
+    shop_with_llm, pg_dsn, tmp_path, temperature, per_case
+):
     suite, server = shop_with_llm
     _set_llm(suite, temperature=temperature)
     result = run(suite, tmp_path / "r.json", pg_dsn, "--repeat", "3", "--jobs", "1")
     assert len(server.completions) == per_case * len(IDS)
     assert all(len(c.attempts) == 3 and c.status == "passed" for c in result.cases)
     assert result.meta.llm is not None
-    assert (result.meta.llm.calls, result.meta.llm.cached_calls) == (per_case * len(IDS), (3 - per_case) * len(IDS))
+    assert (result.meta.llm.calls, result.meta.llm.cached_calls) == (
+        per_case * len(IDS),
+        (3 - per_case) * len(IDS),
+    )
 
 
 def test_llm_usage_is_in_the_summary_and_the_run_meta(shop_with_llm, pg_dsn, tmp_path, capsys):
@@ -151,7 +155,10 @@ def test_llm_usage_is_in_the_summary_and_the_run_meta(shop_with_llm, pg_dsn, tmp
     usage = result.meta.llm
     assert usage is not None and usage.model == "fake-model"
     assert (usage.calls, usage.cached_calls, usage.prompt_tokens, usage.completion_tokens) == (3, 0, 30, 15)
-    assert usage.cost_usd == pytest.approx(0.06) and (usage.parse_ok, usage.parse_repaired) == (0, 3)  # fenced
+    assert usage.cost_usd == pytest.approx(0.06) and (usage.parse_ok, usage.parse_repaired) == (
+        0,
+        3,
+    )  # fenced
     out = capsys.readouterr().out
     assert "LLM fake-model: 3 request(s), 0 from the cache, 30 prompt + 15 completion tokens, $0.0600" in out
     assert "replies parsed 0 as sent, 3 repaired, 0 unusable" in out
@@ -169,17 +176,24 @@ def _context_of(limit_chars: int):
     def reply(request: dict):
         chars = sum(len(m["content"]) for m in request["messages"])
         if chars > limit_chars:
-            return Reply(status=400, content=f"request ({chars // 4} tokens) exceeds the available context size "
-                                             f"({limit_chars // 4} tokens), try increasing it")  # fmt: skip
+            return Reply(
+                status=400,
+                content=f"request ({chars // 4} tokens) exceeds the available context size "
+                f"({limit_chars // 4} tokens), try increasing it",
+            )
         return answer_with_gold(request)
 
     return reply
 
 
-def test_a_prompt_over_the_context_drops_the_kb_files_least_related_to_the_case(shop_with_llm, pg_dsn, tmp_path):
+def test_a_prompt_over_the_context_drops_the_kb_files_least_related_to_the_case(
+    shop_with_llm, pg_dsn, tmp_path
+):
     suite, server = shop_with_llm
     full = sum(len(p.read_text()) for p in (suite / "kb").rglob("*") if p.is_file())
-    server.script(_context_of(full))  # the whole KB alone fills it: with the schema and the question, too long
+    server.script(
+        _context_of(full)
+    )  # the whole KB alone fills it: with the schema and the question, too long
     result = run(suite, tmp_path / "t.json", pg_dsn, "--jobs", "1")
     assert {c.status for c in result.cases} == {"passed"}
     assert all(r.json["response_format"]["type"] == "json_schema" for r in server.completions)

@@ -35,8 +35,15 @@ CPC_CASE = "shop-ads-cpc-by-region-q4"
 def plan(
     *actions: dict, issues=("cpc divides by impressions",), improvements=("cpc divides by clicks",)
 ) -> str:
-    return json.dumps({"status": "updated", "issues_found": list(issues), "improvements_made": list(improvements),
-                       "actions": list(actions), "reasoning": "cost per click is spend over clicks"})  # fmt: skip
+    return json.dumps(
+        {
+            "status": "updated",
+            "issues_found": list(issues),
+            "improvements_made": list(improvements),
+            "actions": list(actions),
+            "reasoning": "cost per click is spend over clicks",
+        }
+    )
 
 
 def edit(file: str, search: str, replace: str) -> dict:
@@ -53,8 +60,11 @@ BREAKS_DAU = plan(
 
 def snapshot(root: Path) -> dict[str, bytes]:
     skip = {".sqlcanary", "__pycache__", ".git"}
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and not p.is_symlink() and not skip & set(p.relative_to(root).parts)}  # fmt: skip
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not p.is_symlink() and not skip & set(p.relative_to(root).parts)
+    }
 
 
 @pytest.fixture(scope="module")
@@ -108,8 +118,20 @@ def test_cli_repairs_the_case_keeps_the_suite_green_and_commits(shop, pg_dsn, tm
     run_file.write_text(run.model_dump_json())
     with FakeOpenAI([FIX, PERFECT]) as srv:
         monkeypatch.setenv("SQLCANARY_LLM_BASE_URL", srv.base_url)
-        rc = main(["repair", str(run_file), "--config", str(root / "sqlcanary.yml"), "--dsn", pg_dsn,
-                   "--out", str(out), "--commit", "-q"])  # fmt: skip
+        rc = main(
+            [
+                "repair",
+                str(run_file),
+                "--config",
+                str(root / "sqlcanary.yml"),
+                "--dsn",
+                pg_dsn,
+                "--out",
+                str(out),
+                "--commit",
+                "-q",
+            ]
+        )
         assert rc == 0
         assert len(srv.completions) == 2  # the plan, then one critique that says "perfect"
         first = srv.completions[0].prompt_text
@@ -126,8 +148,12 @@ def test_cli_repairs_the_case_keeps_the_suite_green_and_commits(shop, pg_dsn, tm
     assert "cpc divides by impressions" in report and "cpc divides by clicks" in report
     assert "+denominator: clicks" in report and CPC_CASE in report
     assert "denominator: clicks" in (root / CPC).read_text()
-    log = subprocess.run(["git", "-C", str(root), "show", "--stat", "--format=%B", "HEAD"],
-                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    log = subprocess.run(
+        ["git", "-C", str(root), "show", "--stat", "--format=%B", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert CPC_CASE in log and "cpc.yaml" in log and "notes.txt" not in log
     assert not any((root / JOURNAL_DIR).iterdir())
 
@@ -198,10 +224,26 @@ def test_dry_run_shows_the_plan_and_writes_nothing(shop, pg_server, tmp_path):
 
 
 def _repair_process(root: Path, run_file: Path, pg_dsn: str, base_url: str, tmp_path: Path):
-    env = {**os.environ, "SQLCANARY_LLM_BASE_URL": base_url, "SQLCANARY_CACHE_DIR": str(tmp_path / "c"),
-           "PYTHONPATH": str(REPO)}  # fmt: skip
-    cmd = [sys.executable, "-m", "bot", "repair", str(run_file), "--config", str(root / "sqlcanary.yml"),
-           "--dsn", pg_dsn, "--out", str(tmp_path / "out"), "-q"]  # fmt: skip
+    env = {
+        **os.environ,
+        "SQLCANARY_LLM_BASE_URL": base_url,
+        "SQLCANARY_CACHE_DIR": str(tmp_path / "c"),
+        "PYTHONPATH": str(REPO),
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "bot",
+        "repair",
+        str(run_file),
+        "--config",
+        str(root / "sqlcanary.yml"),
+        "--dsn",
+        pg_dsn,
+        "--out",
+        str(tmp_path / "out"),
+        "-q",
+    ]
     return subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
@@ -243,7 +285,9 @@ def test_a_plan_with_the_wrong_kind_for_the_file_is_applied_as_the_files_kind(sh
     follows from the file now, so the same plan repairs the case. The prompt lists the meaning-changing
     differences one by one, and the schema sent allows only {file, edits} or {file, content}."""
     root, run = shop
-    as_snippet = plan({**edit(CPC, "denominator: impressions", "denominator: clicks"), "type": "edit_snippet"})
+    as_snippet = plan(
+        {**edit(CPC, "denominator: impressions", "denominator: clicks"), "type": "edit_snippet"}
+    )
     with FakeOpenAI([as_snippet, PERFECT]) as srv:
         outcome = do_repair(root, run, pg_server, client(srv, tmp_path), max_critique=1)
         first = srv.completions[0]
@@ -251,7 +295,10 @@ def test_a_plan_with_the_wrong_kind_for_the_file_is_applied_as_the_files_kind(sh
     assert attempt.outcome == "accepted" and outcome.cases[0].repaired
     assert "denominator: clicks" in (root / CPC).read_text()
     assert "only differences that change the result" in first.prompt_text
-    assert "- aggregate differs: gold SUM(ads_daily_stats.clicks), prediction SUM(ads_daily_stats.impressions)" in first.prompt_text
+    assert (
+        "- aggregate differs: gold SUM(ads_daily_stats.clicks), prediction SUM(ads_daily_stats.impressions)"
+        in first.prompt_text
+    )
     schema = first.json["response_format"]["json_schema"]["schema"]
     items = schema["properties"]["actions"]["items"]["anyOf"]
     assert all("type" not in shape["properties"] for shape in items)
@@ -286,8 +333,10 @@ def test_two_plans_the_validator_refuses_alone_are_tried_together(shop, pg_serve
         outcome = do_repair(root, run, pg_server, client(srv, tmp_path), max_critique=1)
     first, second, third = outcome.cases[0].attempts
     assert first.outcome == "refused" and "share a source" in first.reason
-    assert second.outcome == "still_failing" and "tried together with the earlier plan for kb/metrics/gmv.yaml" \
-        in second.reason  # fmt: skip
+    assert (
+        second.outcome == "still_failing"
+        and "tried together with the earlier plan for kb/metrics/gmv.yaml" in second.reason
+    )
     assert "kb/metrics/gmv.yaml" in second.diff and "kb/metrics/orders.yaml" in second.diff
     assert third.outcome == "accepted" and outcome.files_changed == (CPC,)
     after = snapshot(root)

@@ -40,11 +40,22 @@ def screenshot(html: str, workdir: Path, name: str, window: tuple[int, int] = WI
     png = workdir / f"{name}.png"
     page.write_text(html, encoding="utf-8")
     cmd = [
-        chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        "--hide-scrollbars", "--force-device-scale-factor=1", f"--user-data-dir={workdir / 'profile'}",
-        f"--screenshot={png}", f"--window-size={window[0]},{window[1]}", page.as_uri(),
-    ]  # fmt: skip
+        chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+        "--force-device-scale-factor=1",
+        f"--user-data-dir={workdir / 'profile'}",
+        f"--screenshot={png}",
+        f"--window-size={window[0]},{window[1]}",
+        page.as_uri(),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
     assert png.is_file(), f"Chromium wrote no screenshot (exit {done.returncode}): {done.stderr[-2000:]}"
     return png.read_bytes()
@@ -163,10 +174,18 @@ def test_hostile_text_stays_text_in_the_browser(report_html: str, tmp_path: Path
     page = tmp_path / "dom.html"
     page.write_text(report_html, encoding="utf-8")
     cmd = [
-        chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
-        "--disable-background-networking", "--disable-component-update", f"--user-data-dir={tmp_path / 'p'}",
-        "--dump-dom", page.as_uri(),
-    ]  # fmt: skip
+        chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-sync",
+        "--disable-background-networking",
+        "--disable-component-update",
+        f"--user-data-dir={tmp_path / 'p'}",
+        "--dump-dom",
+        page.as_uri(),
+    ]
     dom = subprocess.run(cmd, capture_output=True, text=True, timeout=180).stdout
     assert "<svg" in dom and "Pass rate by tag" in dom
     assert "<script" not in dom.lower()

@@ -90,8 +90,10 @@ def test_regression_fails_exactly_its_documented_cases(
     before = agent_sql(agent, suite, suite / "kb")
     done = subprocess.run(
         [sys.executable, str(suite / "regressions" / "apply.py"), name, "--kb", str(suite / "kb")],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     after = agent_sql(agent, suite, suite / "kb")
     # Cases whose SQL did not change keep their (passed) verdict: only the changed ones need running.

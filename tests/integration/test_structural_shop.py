@@ -31,19 +31,39 @@ REGRESSIONS = sorted(p.stem for p in (SHOP / "regressions").glob("*.yml"))
 Edit = Callable[[dict[str, str]], bool]
 # What each planted regression changes, as a predicate on one difference of `details["differences"]`.
 EDITS: dict[str, Edit] = {
-    "cpc_wrong_denominator": lambda d: d["part"] == "aggregates" and d["change"] == "differs"
-    and "clicks" in d["gold"] and "impressions" in d["pred"],
-    "dau_sum_not_avg": lambda d: d["part"] == "aggregates" and d["change"] == "differs"
-    and d["gold"].startswith("AVG(") and d["pred"].startswith("SUM("),
-    "missing_tz_filter": lambda d: d["part"] == "filters" and d["change"] == "missing" and ".tz_type = " in d["gold"],
+    "cpc_wrong_denominator": lambda d: (
+        d["part"] == "aggregates"
+        and d["change"] == "differs"
+        and "clicks" in d["gold"]
+        and "impressions" in d["pred"]
+    ),
+    "dau_sum_not_avg": lambda d: (
+        d["part"] == "aggregates"
+        and d["change"] == "differs"
+        and d["gold"].startswith("AVG(")
+        and d["pred"].startswith("SUM(")
+    ),
+    "missing_tz_filter": lambda d: (
+        d["part"] == "filters" and d["change"] == "missing" and ".tz_type = " in d["gold"]
+    ),
     # the regressed KB also moves the tz condition of new users into a FILTER clause: the same edit
     "missing_tz_filter_too": lambda d: "tz_type" in d["gold"] + d["pred"],
-    "sea_group_missing_ph": lambda d: d["part"] == "filters" and d["change"] == "differs"
-    and "'PH'" in d["gold"] and "'PH'" not in d["pred"],
-    "stale_orders_table": lambda d: d["part"] == "tables" and (d["gold"], d["pred"]) == ("orders", "orders_archive"),
-    "wrong_join_snippet": lambda d: d["part"] == "joins" and d["change"] == "differs" and "order_item_id" in d["pred"],
-    "wrong_synonym": lambda d: d["part"] == "aggregates" and "COUNT(DISTINCT" in d["gold"] and "DISTINCT" not in d["pred"],
-}  # fmt: skip
+    "sea_group_missing_ph": lambda d: (
+        d["part"] == "filters"
+        and d["change"] == "differs"
+        and "'PH'" in d["gold"]
+        and "'PH'" not in d["pred"]
+    ),
+    "stale_orders_table": lambda d: (
+        d["part"] == "tables" and (d["gold"], d["pred"]) == ("orders", "orders_archive")
+    ),
+    "wrong_join_snippet": lambda d: (
+        d["part"] == "joins" and d["change"] == "differs" and "order_item_id" in d["pred"]
+    ),
+    "wrong_synonym": lambda d: (
+        d["part"] == "aggregates" and "COUNT(DISTINCT" in d["gold"] and "DISTINCT" not in d["pred"]
+    ),
+}
 # Cases whose gold and passing answer differ in structure, not only in spelling (a join written as IN, a CTE with
 # FILTER versus two derived tables, count(*) versus count(order_id), an extra upper bound the data never reaches).
 STRUCTURALLY_DIFFERENT_BASES = {
@@ -114,8 +134,10 @@ def test_structural_message_names_the_planted_edit(name: str, shop_schema: dict,
     base = _answers(suite, breaks)
     done = subprocess.run(
         [sys.executable, str(suite / "regressions" / "apply.py"), name, "--kb", str(suite / "kb")],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     head = _answers(suite, breaks)
     is_edit = EDITS[name]
@@ -141,9 +163,11 @@ def test_structural_message_names_the_planted_edit(name: str, shop_schema: dict,
         noise = [
             d
             for d in after.details["differences"]
-            if not is_edit(d) and not (name == "missing_tz_filter" and EDITS["missing_tz_filter_too"](d))
-            and _key(d) not in rewrites and not {d["part"], d["pred"]} & edited
-        ]  # fmt: skip
+            if not is_edit(d)
+            and not (name == "missing_tz_filter" and EDITS["missing_tz_filter_too"](d))
+            and _key(d) not in rewrites
+            and not {d["part"], d["pred"]} & edited
+        ]
         assert noise == [], (case_id, after.message)
 
 

@@ -32,10 +32,14 @@ def test_template_reused_while_fixture_unchanged_and_rebuilt_when_it_changes(tmp
     fixture = tmp_path / "f.sql"
     fixture.write_text("CREATE TABLE t (x int); INSERT INTO t VALUES (1), (2), (3);\n")
     suite = tmp_path / "suite.yml"
-    suite.write_text(yaml.safe_dump({
-        "databases": {label: str(fixture)},
-        "cases": [{"id": "n", "question": "How many?", "gold_sql": "SELECT count(*) FROM t"}],
-    }))  # fmt: skip
+    suite.write_text(
+        yaml.safe_dump(
+            {
+                "databases": {label: str(fixture)},
+                "cases": [{"id": "n", "question": "How many?", "gold_sql": "SELECT count(*) FROM t"}],
+            }
+        )
+    )
     out = tmp_path / "run.json"
     args = ["run", str(suite), "--dsn", pg_dsn, "--out", str(out), "-q"]
 

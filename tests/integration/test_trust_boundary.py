@@ -72,12 +72,25 @@ def check_pr(repo: dict, fake: FakeGitHub, branch: str, sha: str, capsys, **inpu
     fake.state.add_pull(fake.base_url, REPO, head=branch, head_sha=sha, base_sha=repo["main"])
     workspace = checkout(shas, branch, tmp / "workspace")
     event = pr_event(tmp / "event.json", shas)
-    env = runner_env(tmp, workspace, event, fake, "pull_request", github_token=ACTIONS_TOKEN, config=CONFIG,
-                     cache_dir=".sqlcanary/cache", **inputs)  # fmt: skip
+    env = runner_env(
+        tmp,
+        workspace,
+        event,
+        fake,
+        "pull_request",
+        github_token=ACTIONS_TOKEN,
+        config=CONFIG,
+        cache_dir=".sqlcanary/cache",
+        **inputs,
+    )
     rc = run_action(env, fake, capsys)
     out = workspace / "sqlcanary-results"
-    return rc, {"workspace": workspace, "out": out, "outputs": parse_outputs(tmp / "output.txt"),
-                "comparison": json.loads((out / "comparison.json").read_text())}  # fmt: skip
+    return rc, {
+        "workspace": workspace,
+        "out": out,
+        "outputs": parse_outputs(tmp / "output.txt"),
+        "comparison": json.loads((out / "comparison.json").read_text()),
+    }
 
 
 def regressed(result: dict) -> list[str]:
@@ -87,10 +100,16 @@ def regressed(result: dict) -> list[str]:
 def test_a_suite_copied_elsewhere_by_the_head_config_is_still_the_base_suite(repo, fake, capsys):
     """Finding 1: the head copies the suite to `suite2` and points its config there ("no baseline" used to pass)."""
     suite = repo["src"] / "evals/suite"
-    sha = attack(repo, "copied", {"evals/suite2/suite.yml": (suite / "suite.yml").read_text(),
-                                  "evals/suite2/cases/all.yml": WITHOUT_NAMES,
-                                  "evals/suite2/shop.sql": (suite / "shop.sql").read_text(),
-                                  CONFIG: SUITE2_CONFIG})  # fmt: skip
+    sha = attack(
+        repo,
+        "copied",
+        {
+            "evals/suite2/suite.yml": (suite / "suite.yml").read_text(),
+            "evals/suite2/cases/all.yml": WITHOUT_NAMES,
+            "evals/suite2/shop.sql": (suite / "shop.sql").read_text(),
+            CONFIG: SUITE2_CONFIG,
+        },
+    )
     rc, result = check_pr(repo, fake, "copied", sha, capsys)
     assert rc == 1
     assert result["comparison"]["baseline"] == "run"
@@ -104,10 +123,17 @@ def test_a_suite_copied_elsewhere_by_the_head_config_is_still_the_base_suite(rep
 def test_a_suite_the_head_moved_is_compared_case_by_case_with_the_base_suite(repo, fake, capsys):
     """The head deletes the base's suite and keeps a copy without the broken case: that case was removed."""
     suite = repo["src"] / "evals/suite"
-    sha = attack(repo, "moved", {"evals/suite2/suite.yml": (suite / "suite.yml").read_text(),
-                                 "evals/suite2/cases/all.yml": WITHOUT_NAMES,
-                                 "evals/suite2/shop.sql": (suite / "shop.sql").read_text(),
-                                 CONFIG: SUITE2_CONFIG, "evals/suite": None})  # fmt: skip
+    sha = attack(
+        repo,
+        "moved",
+        {
+            "evals/suite2/suite.yml": (suite / "suite.yml").read_text(),
+            "evals/suite2/cases/all.yml": WITHOUT_NAMES,
+            "evals/suite2/shop.sql": (suite / "shop.sql").read_text(),
+            CONFIG: SUITE2_CONFIG,
+            "evals/suite": None,
+        },
+    )
     rc, result = check_pr(repo, fake, "moved", sha, capsys)
     assert rc == 1
     removed = [c["id"] for c in result["comparison"]["cases"] if c["transition"] == "removed"]
@@ -122,10 +148,28 @@ def _baseline_cache(repo: dict, fake: FakeGitHub, capsys) -> Path:
     workspace = checkout({"url": repo["url"]}, "main", tmp / "workspace")
     event = tmp / "push.json"
     full = {"full_name": REPO, "default_branch": "main", "name": "agent", "owner": {"login": "acme"}}
-    event.write_text(json.dumps({"ref": "refs/heads/main", "before": "0" * 40, "after": repo["main"],
-                                 "repository": full, "sender": {"login": "alice"}}))  # fmt: skip
-    env = runner_env(tmp, workspace, event, fake, "push", github_token=ACTIONS_TOKEN, config=CONFIG,
-                     cache_dir=".sqlcanary/cache", mode="baseline")  # fmt: skip
+    event.write_text(
+        json.dumps(
+            {
+                "ref": "refs/heads/main",
+                "before": "0" * 40,
+                "after": repo["main"],
+                "repository": full,
+                "sender": {"login": "alice"},
+            }
+        )
+    )
+    env = runner_env(
+        tmp,
+        workspace,
+        event,
+        fake,
+        "push",
+        github_token=ACTIONS_TOKEN,
+        config=CONFIG,
+        cache_dir=".sqlcanary/cache",
+        mode="baseline",
+    )
     assert run_action(env, fake, capsys) == 0
     return workspace / ".sqlcanary/cache"
 
@@ -154,7 +198,7 @@ def test_a_cached_run_that_is_not_the_base_commits_is_not_used(repo, fake, capsy
     """A run file under the right key that records another sha (restored from another job's cache) is a miss."""
     forged = _forged(_baseline_cache(repo, fake, capsys), git_sha="0" * 40)
     sha = attack(repo, "regress", {})
-    (name, text), = forged.items()  # fmt: skip
+    ((name, text),) = forged.items()
     shas = {"url": repo["url"]}
     workspace = checkout(shas, "regress", repo["tmp"] / "ws-untracked")
     (workspace / name).parent.mkdir(parents=True)
@@ -164,11 +208,21 @@ def test_a_cached_run_that_is_not_the_base_commits_is_not_used(repo, fake, capsy
     fake.state.add_repo(REPO)
     fake.state.add_pull(fake.base_url, REPO, head="regress", head_sha=sha, base_sha=repo["main"])
     event = pr_event(tmp / "event.json", {"main": repo["main"], "regress": sha})
-    env = runner_env(tmp, workspace, event, fake, "pull_request", github_token=ACTIONS_TOKEN, config=CONFIG,
-                     cache_dir=".sqlcanary/cache")  # fmt: skip
+    env = runner_env(
+        tmp,
+        workspace,
+        event,
+        fake,
+        "pull_request",
+        github_token=ACTIONS_TOKEN,
+        config=CONFIG,
+        cache_dir=".sqlcanary/cache",
+    )
     assert run_action(env, fake, capsys) == 1
     assert "is not this commit's run" in capsys.readouterr().out
-    assert [c.id for c in read_run(workspace / "sqlcanary-results/base.json").cases if c.status == "failed"] == []
+    assert [
+        c.id for c in read_run(workspace / "sqlcanary-results/base.json").cases if c.status == "failed"
+    ] == []
 
 
 def test_the_head_config_cannot_pick_the_database(repo, fake, capsys):
@@ -186,11 +240,14 @@ def test_the_head_config_cannot_send_the_llm_key_elsewhere_or_pass_secrets_to_it
     lists GITHUB_TOKEN in `agent.env`: no request reaches the head's address; the inputs' endpoint gets them."""
     key = "sk-test-0123456789abcdef0123456789"
     with FakeOpenAI(['{"sql": "SELECT count(*) FROM customers"}']) as good, FakeOpenAI(["{}"]) as evil:
-        head_config = (f'suite: ../suite\nagent: {{"spec": "llm", "env": ["GITHUB_TOKEN"]}}\n'
-                       f"llm: {{base_url: '{evil.base_url}', api_key_env: GITHUB_TOKEN, model: m}}\n")  # fmt: skip
+        head_config = (
+            f'suite: ../suite\nagent: {{"spec": "llm", "env": ["GITHUB_TOKEN"]}}\n'
+            f"llm: {{base_url: '{evil.base_url}', api_key_env: GITHUB_TOKEN, model: m}}\n"
+        )
         sha = attack(repo, "llm", {CONFIG: head_config})
-        rc, result = check_pr(repo, fake, "llm", sha, capsys, openai_base_url=good.base_url, openai_api_key=key,
-                              model="m")  # fmt: skip
+        rc, result = check_pr(
+            repo, fake, "llm", sha, capsys, openai_base_url=good.base_url, openai_api_key=key, model="m"
+        )
         assert evil.requests == []
         assert good.completions
         assert {r.headers.get("authorization") for r in good.completions} == {f"Bearer {key}"}
@@ -232,7 +289,7 @@ def test_allow_edited_accepts_an_edited_gold(repo, capsys):
         os.chdir(cwd)
 
 
-HOSTILE_AGENT = '''\
+HOSTILE_AGENT = """\
 import json, os, pathlib, subprocess, sys
 LOOT, FILES = pathlib.Path({loot!r}), {files!r}
 request = json.load(sys.stdin)
@@ -259,7 +316,7 @@ if request["id"] == "names":
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     (LOOT / "found.txt").write_text("\\n".join(found))
 print(json.dumps({{"sql": answers[request["id"]]}}))
-'''
+"""
 # A `setsid` child that outlives its agent if it can: it waits for the test's go, then forges the verdict.
 LATE = (
     "import os, pathlib, sys, time\n"
@@ -271,8 +328,10 @@ LATE = (
 )
 
 
-@pytest.mark.skipif(not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() != 0,
-                    reason="the agent sandbox needs root (it always has it in the Action's container)")  # fmt: skip
+@pytest.mark.skipif(
+    not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() != 0,
+    reason="the agent sandbox needs root (it always has it in the Action's container)",
+)
 def test_a_hostile_agent_reads_no_secret_and_writes_no_runner_file(repo, fake, capsys, monkeypatch):
     """Findings 3 and 4 through `action(...)`: the head's agent reads every ancestor's environment, writes to
     the action's stdout through /proc, appends to and replaces the runner's files (made as act makes them:
@@ -280,15 +339,22 @@ def test_a_hostile_agent_reads_no_secret_and_writes_no_runner_file(repo, fake, c
     secret leaks, and the verdict is the true one."""
     import stat
 
-    for name, value in {"GITHUB_TOKEN": ACTIONS_TOKEN, "ACTIONS_RUNTIME_TOKEN": "rt-0123456789abcdef0123"}.items():
-        monkeypatch.setenv(name, value)  # this process is the action: its environment holds the runner's tokens
+    for name, value in {
+        "GITHUB_TOKEN": ACTIONS_TOKEN,
+        "ACTIONS_RUNTIME_TOKEN": "rt-0123456789abcdef0123",
+    }.items():
+        monkeypatch.setenv(
+            name, value
+        )  # this process is the action: its environment holds the runner's tokens
     tmp: Path = repo["tmp"]
     loot, runner = tmp / "loot", tmp / "runner-files"
     for folder in (loot, runner):
         folder.mkdir()
         folder.chmod(0o777)
-    files = {n: str(runner / f"{n.lower()}.txt") for n in ("GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH",
-                                                           "GITHUB_STEP_SUMMARY")}  # fmt: skip
+    files = {
+        n: str(runner / f"{n.lower()}.txt")
+        for n in ("GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STEP_SUMMARY")
+    }
     for path in files.values():
         Path(path).write_text("")
         Path(path).chmod(0o666)
@@ -313,7 +379,9 @@ def test_a_hostile_agent_reads_no_secret_and_writes_no_runner_file(repo, fake, c
     leaked = (loot / "found.txt").read_text()
     for secret in (ACTIONS_TOKEN, "rt-0123456789abcdef0123", "sk-test-abcdef0123456789abcdef"):
         assert secret.encode().hex() not in leaked and secret[::-1].encode().hex() not in leaked
-    alive = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline(p).startswith("sqlcanary-hostile")]
+    alive = [
+        p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline(p).startswith("sqlcanary-hostile")
+    ]
     assert alive == []  # the setsid child died with the evaluation
     (loot / "go").write_text("")
     assert not (loot / "late.txt").exists()

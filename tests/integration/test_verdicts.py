@@ -290,8 +290,10 @@ def test_parser_reads_alternatives_options_and_cells() -> None:
     assert pair.compare == {"columns": "subset", "abs_tol": 0.5}
     assert pair.presets == {"bird": "error", "spider2": "1"}
     assert pair.question == QUESTION
-    (asked,) = parse_pairs("-- name: n\n-- expect: pass\n-- question: Sort them\n-- gold:\nSELECT 1\n-- pred:\nSELECT 1\n",
-                           "q.sql")  # fmt: skip
+    (asked,) = parse_pairs(
+        "-- name: n\n-- expect: pass\n-- question: Sort them\n-- gold:\nSELECT 1\n-- pred:\nSELECT 1\n",
+        "q.sql",
+    )
     assert asked.question == "Sort them"
 
 

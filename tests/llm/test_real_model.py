@@ -22,9 +22,11 @@ REGRESSION = "dau_sum_not_avg"
 def _story(result, sq: Sqlcanary) -> str:
     """What the model proposed and why each plan was refused: the failure message a product fix needs."""
     attempts = [{k: a.get(k) for k in ("n", "outcome", "reason", "plan")} for a in result.attempts()]
-    return (f"\ncheck exit {result.check_exit}, repair exit {result.repair_exit}, LLM {result.llm}, "
-            f"stopped: {result.outcome.get('stopped')}, error: {result.error}\nattempts:\n"
-            f"{json.dumps(attempts, indent=1)[:6000]}\n--- sqlcanary output ---\n" + "\n".join(sq.log)[-4000:])  # fmt: skip
+    return (
+        f"\ncheck exit {result.check_exit}, repair exit {result.repair_exit}, LLM {result.llm}, "
+        f"stopped: {result.outcome.get('stopped')}, error: {result.error}\nattempts:\n"
+        f"{json.dumps(attempts, indent=1)[:6000]}\n--- sqlcanary output ---\n" + "\n".join(sq.log)[-4000:]
+    )
 
 
 def test_the_model_repairs_a_planted_regression(local_llm, tmp_path):

@@ -107,8 +107,15 @@ class FakeGitHub:
         self._server.server_close()
 
     # ---- test controls -------------------------------------------------------------------------------------
-    def fail(self, operation: str, status: int, *, message: str = "", headers: dict[str, str] | None = None,
-             times: int | None = 1) -> None:  # fmt: skip
+    def fail(
+        self,
+        operation: str,
+        status: int,
+        *,
+        message: str = "",
+        headers: dict[str, str] | None = None,
+        times: int | None = 1,
+    ) -> None:
         """Answer the next `times` calls of `operation` (an operationId) with `status` (None: all of them)."""
         if operation not in spec().operation_ids:
             raise ValueError(f"unknown operationId {operation!r}")
@@ -215,11 +222,19 @@ def _handler_for(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                     body = json.loads(raw_body) if raw_body.strip() else None
                 except json.JSONDecodeError:
                     body = None
-                fake.requests.append(Recorded(
-                    self.command, parsed.path, dict(urllib.parse.parse_qsl(parsed.query)),
-                    {k: v for k, v in headers.items() if k not in ("authorization", "cookie")},
-                    body, raw_body, answer.status, login, operation,
-                ))  # fmt: skip
+                fake.requests.append(
+                    Recorded(
+                        self.command,
+                        parsed.path,
+                        dict(urllib.parse.parse_qsl(parsed.query)),
+                        {k: v for k, v in headers.items() if k not in ("authorization", "cookie")},
+                        body,
+                        raw_body,
+                        answer.status,
+                        login,
+                        operation,
+                    )
+                )
             payload = b"" if answer.body is None else json.dumps(answer.body).encode()
             self.send_response(answer.status)
             for key, value in answer.headers.items():

@@ -20,10 +20,16 @@ from tests.support.fake_github_state import (
 
 def _ref_json(call: Call, repo: RepoState, branch: str) -> dict[str, Any]:
     sha = repo.branches[branch]
-    return {"ref": f"refs/heads/{branch}", "node_id": f"REF_{branch}",
-            "url": f"{call.base_url}/repos/{repo.full_name}/git/refs/heads/{branch}",
-            "object": {"sha": sha, "type": "commit",
-                       "url": f"{call.base_url}/repos/{repo.full_name}/git/commits/{sha}"}}  # fmt: skip
+    return {
+        "ref": f"refs/heads/{branch}",
+        "node_id": f"REF_{branch}",
+        "url": f"{call.base_url}/repos/{repo.full_name}/git/refs/heads/{branch}",
+        "object": {
+            "sha": sha,
+            "type": "commit",
+            "url": f"{call.base_url}/repos/{repo.full_name}/git/commits/{sha}",
+        },
+    }
 
 
 def _branch_name(ref: str) -> str | None:
@@ -38,9 +44,18 @@ def _get_branch(state: FakeState, repo: RepoState, call: Call) -> Answer:
         return error(404, "Branch not found")
     sha = repo.branches[name]
     commit = {"sha": sha, "url": f"{call.base_url}/repos/{repo.full_name}/commits/{sha}"}
-    return Answer(200, {"name": name, "commit": commit, "protected": False,
-                        "_links": {"self": f"{call.base_url}/repos/{repo.full_name}/branches/{name}",
-                                   "html": f"{call.base_url}/{repo.full_name}/tree/{name}"}})  # fmt: skip
+    return Answer(
+        200,
+        {
+            "name": name,
+            "commit": commit,
+            "protected": False,
+            "_links": {
+                "self": f"{call.base_url}/repos/{repo.full_name}/branches/{name}",
+                "html": f"{call.base_url}/{repo.full_name}/tree/{name}",
+            },
+        },
+    )
 
 
 @handles("git/get-ref")
@@ -105,12 +120,21 @@ def _create_pull(state: FakeState, repo: RepoState, call: Call) -> Answer:
     if head not in repo.branches or base not in repo.branches:
         return error(422, "Validation Failed: head or base branch does not exist")
     label = f"{repo.owner}:{head}"
-    if any(p["head"]["label"] == label and p["base"]["ref"] == base and p["state"] == "open"
-           for p in repo.pulls.values()):  # fmt: skip
+    if any(
+        p["head"]["label"] == label and p["base"]["ref"] == base and p["state"] == "open"
+        for p in repo.pulls.values()
+    ):
         return error(422, f"A pull request already exists for {label}.")
     number, repo.next_number = repo.next_number, repo.next_number + 1
-    pull = _new_pull(call.base_url, repo, number, call.body, call.login,
-                     head_sha=repo.branches[head], base_sha=repo.branches[base])  # fmt: skip
+    pull = _new_pull(
+        call.base_url,
+        repo,
+        number,
+        call.body,
+        call.login,
+        head_sha=repo.branches[head],
+        base_sha=repo.branches[base],
+    )
     repo.pulls[number] = pull
     return Answer(201, pull)
 
@@ -142,10 +166,18 @@ def _pulls_for_commit(state: FakeState, repo: RepoState, call: Call) -> Answer:
 
 
 def _label_json(call: Call, repo: RepoState, name: str) -> dict[str, Any]:
-    return repo.labels.setdefault(name, {
-        "id": abs(hash(name)) % 10**6, "node_id": f"L_{name}", "name": name, "color": "ededed",
-        "description": None, "default": False, "url": f"{call.base_url}/repos/{repo.full_name}/labels/{name}",
-    })  # fmt: skip
+    return repo.labels.setdefault(
+        name,
+        {
+            "id": abs(hash(name)) % 10**6,
+            "node_id": f"L_{name}",
+            "name": name,
+            "color": "ededed",
+            "description": None,
+            "default": False,
+            "url": f"{call.base_url}/repos/{repo.full_name}/labels/{name}",
+        },
+    )
 
 
 @handles("issues/create-label")

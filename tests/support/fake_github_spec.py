@@ -116,9 +116,14 @@ class OpenApiSpec:
         return self.document["paths"].get(route.template, {}).get(route.method, {})
 
     def _validator(
-        self, key: tuple[str, ...], pointer: str, *, write: bool,
-        overlay: dict[str, Any] | None = None, alternative: dict[str, Any] | None = None,
-    ) -> Any:  # fmt: skip
+        self,
+        key: tuple[str, ...],
+        pointer: str,
+        *,
+        write: bool,
+        overlay: dict[str, Any] | None = None,
+        alternative: dict[str, Any] | None = None,
+    ) -> Any:
         if key not in self._validators:
             root: dict[str, Any] = {"$ref": pointer}
             if overlay is not None:

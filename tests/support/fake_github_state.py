@@ -84,8 +84,18 @@ class FakeState:
     def repo(self, full_name: str) -> RepoState:
         return self.repos[full_name.lower()]
 
-    def add_pull(self, base_url: str, full_name: str, *, head: str, head_sha: str, base: str = "",
-                 base_sha: str = "0" * 40, author: str = "octocat", head_repo: str = "") -> dict[str, Any]:  # fmt: skip
+    def add_pull(
+        self,
+        base_url: str,
+        full_name: str,
+        *,
+        head: str,
+        head_sha: str,
+        base: str = "",
+        base_sha: str = "0" * 40,
+        author: str = "octocat",
+        head_repo: str = "",
+    ) -> dict[str, Any]:
         repo = self.repo(full_name)
         number, repo.next_number = repo.next_number, repo.next_number + 1
         repo.branches.setdefault(head, head_sha)
@@ -106,11 +116,18 @@ class FakeState:
 def _repo_json(base_url: str, full_name: str, default_branch: str = "main") -> dict[str, Any]:
     owner, name = full_name.split("/")
     return {
-        "id": abs(hash(full_name)) % 10**8, "node_id": f"R_{full_name}", "name": name, "full_name": full_name,
-        "owner": _user(owner), "private": False, "fork": False, "visibility": "public",
-        "url": f"{base_url}/repos/{full_name}", "html_url": f"{base_url}/{full_name}",
+        "id": abs(hash(full_name)) % 10**8,
+        "node_id": f"R_{full_name}",
+        "name": name,
+        "full_name": full_name,
+        "owner": _user(owner),
+        "private": False,
+        "fork": False,
+        "visibility": "public",
+        "url": f"{base_url}/repos/{full_name}",
+        "html_url": f"{base_url}/{full_name}",
         "default_branch": default_branch,
-    }  # fmt: skip
+    }
 
 
 def _new_comment(
@@ -118,43 +135,67 @@ def _new_comment(
 ) -> dict[str, Any]:
     cid = state.next_id()
     comment = {
-        "id": cid, "node_id": f"IC_{cid}", "body": body, "user": _user(login), "issue_number": number,
+        "id": cid,
+        "node_id": f"IC_{cid}",
+        "body": body,
+        "user": _user(login),
+        "issue_number": number,
         "url": f"{base}/repos/{repo.full_name}/issues/comments/{cid}",
         "html_url": f"{base}/{repo.full_name}/pull/{number}#issuecomment-{cid}",
         "issue_url": f"{base}/repos/{repo.full_name}/issues/{number}",
-        "created_at": now(), "updated_at": now(), "author_association": "NONE",
-    }  # fmt: skip
+        "created_at": now(),
+        "updated_at": now(),
+        "author_association": "NONE",
+    }
     repo.comments[cid] = comment
     return comment
 
 
 def _branch(base: str, repo: RepoState, name: str, sha: str, repo_name: str = "") -> dict[str, Any]:
     full = repo_name or repo.full_name
-    return {"ref": name, "sha": sha, "label": f"{full.split('/')[0]}:{name}", "user": _user(full.split("/")[0]),
-            "repo": _repo_json(base, full, repo.default_branch)}  # fmt: skip
+    return {
+        "ref": name,
+        "sha": sha,
+        "label": f"{full.split('/')[0]}:{name}",
+        "user": _user(full.split("/")[0]),
+        "repo": _repo_json(base, full, repo.default_branch),
+    }
 
 
-def _new_pull(base: str, repo: RepoState, number: int, body: dict[str, Any], login: str, *,
-              head_sha: str, base_sha: str) -> dict[str, Any]:  # fmt: skip
+def _new_pull(
+    base: str, repo: RepoState, number: int, body: dict[str, Any], login: str, *, head_sha: str, base_sha: str
+) -> dict[str, Any]:
     head_name = body["head"].split(":")[-1]
     return {
-        "id": 10**6 + number, "node_id": f"PR_{number}", "number": number, "state": "open",
-        "title": body.get("title", ""), "body": body.get("body") or "", "draft": bool(body.get("draft", False)),
-        "user": _user(login), "labels": [], "merged": False, "maintainer_can_modify": False,
+        "id": 10**6 + number,
+        "node_id": f"PR_{number}",
+        "number": number,
+        "state": "open",
+        "title": body.get("title", ""),
+        "body": body.get("body") or "",
+        "draft": bool(body.get("draft", False)),
+        "user": _user(login),
+        "labels": [],
+        "merged": False,
+        "maintainer_can_modify": False,
         "url": f"{base}/repos/{repo.full_name}/pulls/{number}",
         "html_url": f"{base}/{repo.full_name}/pull/{number}",
         "issue_url": f"{base}/repos/{repo.full_name}/issues/{number}",
-        "head": _branch(base, repo, head_name, head_sha), "base": _branch(base, repo, body["base"], base_sha),
-        "created_at": now(), "updated_at": now(),
-    }  # fmt: skip
+        "head": _branch(base, repo, head_name, head_sha),
+        "base": _branch(base, repo, body["base"], base_sha),
+        "created_at": now(),
+        "updated_at": now(),
+    }
 
 
 def _check_run_json(call: Call, repo: RepoState, run: dict[str, Any]) -> dict[str, Any]:
     rid = run["id"]
     output = dict(run.get("output") or {})
     output.pop("annotations", None)
-    output |= {"annotations_count": len(repo.annotations[rid]),
-               "annotations_url": f"{call.base_url}/repos/{repo.full_name}/check-runs/{rid}/annotations"}  # fmt: skip
+    output |= {
+        "annotations_count": len(repo.annotations[rid]),
+        "annotations_url": f"{call.base_url}/repos/{repo.full_name}/check-runs/{rid}/annotations",
+    }
     return run | {"output": output}
 
 
@@ -228,16 +269,24 @@ def _create_check_run(state: FakeState, repo: RepoState, call: Call) -> Answer:
     body = call.body
     status = "completed" if body.get("conclusion") else body.get("status", "queued")
     run = {
-        "id": rid, "node_id": f"CR_{rid}", "name": body["name"], "head_sha": body["head_sha"], "status": status,
-        "conclusion": body.get("conclusion"), "external_id": body.get("external_id", ""),
-        "details_url": body.get("details_url"), "started_at": body.get("started_at", now()),
+        "id": rid,
+        "node_id": f"CR_{rid}",
+        "name": body["name"],
+        "head_sha": body["head_sha"],
+        "status": status,
+        "conclusion": body.get("conclusion"),
+        "external_id": body.get("external_id", ""),
+        "details_url": body.get("details_url"),
+        "started_at": body.get("started_at", now()),
         "completed_at": body.get("completed_at", now() if status == "completed" else None),
         "url": f"{call.base_url}/repos/{repo.full_name}/check-runs/{rid}",
         "html_url": f"{call.base_url}/{repo.full_name}/runs/{rid}",
         "output": body.get("output") or {"title": None, "summary": None, "text": None},
-        "check_suite": {"id": 1}, "app": {"id": 15368, "slug": "github-actions", "name": "GitHub Actions"},
-        "pull_requests": [], "created_by": call.login,
-    }  # fmt: skip
+        "check_suite": {"id": 1},
+        "app": {"id": 15368, "slug": "github-actions", "name": "GitHub Actions"},
+        "pull_requests": [],
+        "created_by": call.login,
+    }
     repo.check_runs[rid] = run
     repo.annotations[rid] = list((body.get("output") or {}).get("annotations", []))
     return Answer(201, _check_run_json(call, repo, run))
@@ -271,8 +320,10 @@ def _list_annotations(state: FakeState, repo: RepoState, call: Call) -> Answer:
     rid = int(call.path_params["check_run_id"])
     if rid not in repo.check_runs:
         return error(404, "Not Found")
-    items = [{"start_column": None, "end_column": None, "title": None, "raw_details": None, "blob_href": ""} | a
-             for a in repo.annotations[rid]]  # fmt: skip
+    items = [
+        {"start_column": None, "end_column": None, "title": None, "raw_details": None, "blob_href": ""} | a
+        for a in repo.annotations[rid]
+    ]
     return _paginate(call, items, f"/repos/{repo.full_name}/check-runs/{rid}/annotations")
 
 
@@ -290,11 +341,18 @@ def _list_check_runs_for_ref(state: FakeState, repo: RepoState, call: Call) -> A
 def _create_status(state: FakeState, repo: RepoState, call: Call) -> Answer:
     sid = state.next_id()
     status = {
-        "id": sid, "node_id": f"S_{sid}", "sha": call.path_params["sha"], "state": call.body["state"],
-        "description": call.body.get("description"), "target_url": call.body.get("target_url"),
-        "context": call.body.get("context", "default"), "creator": _user(call.login),
+        "id": sid,
+        "node_id": f"S_{sid}",
+        "sha": call.path_params["sha"],
+        "state": call.body["state"],
+        "description": call.body.get("description"),
+        "target_url": call.body.get("target_url"),
+        "context": call.body.get("context", "default"),
+        "creator": _user(call.login),
         "url": f"{call.base_url}/repos/{repo.full_name}/statuses/{call.path_params['sha']}",
-        "avatar_url": None, "created_at": now(), "updated_at": now(),
-    }  # fmt: skip
+        "avatar_url": None,
+        "created_at": now(),
+        "updated_at": now(),
+    }
     repo.statuses.append(status)
     return Answer(201, status)

@@ -57,7 +57,7 @@ def completion(content: str, *, model: str, finish_reason: str = "stop", usage=(
         "model": model,
         "choices": [
             {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish_reason}
-        ],  # fmt: skip
+        ],
     }
     if usage is not None:
         body["usage"] = {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}
@@ -65,8 +65,13 @@ def completion(content: str, *, model: str, finish_reason: str = "stop", usage=(
 
 
 def error_body(status: int, message: str) -> dict:
-    return {"error": {"message": message, "type": "invalid_request_error" if status < 500 else "server_error",
-                      "code": str(status)}}  # fmt: skip
+    return {
+        "error": {
+            "message": message,
+            "type": "invalid_request_error" if status < 500 else "server_error",
+            "code": str(status),
+        }
+    }
 
 
 class FakeOpenAI:
@@ -162,12 +167,16 @@ class FakeOpenAI:
                 if reply.body is not None:
                     self._send(reply.status, reply.body, reply.headers)
                 elif reply.status != 200:
-                    self._send(reply.status, json.dumps(error_body(reply.status, reply.content or "error")),
-                               reply.headers)  # fmt: skip
+                    self._send(
+                        reply.status,
+                        json.dumps(error_body(reply.status, reply.content or "error")),
+                        reply.headers,
+                    )
                 else:
                     model = (doc or {}).get("model", "fake-model")
-                    body = completion(reply.content or "", model=model, finish_reason=reply.finish_reason,
-                                      usage=reply.usage)  # fmt: skip
+                    body = completion(
+                        reply.content or "", model=model, finish_reason=reply.finish_reason, usage=reply.usage
+                    )
                     self._send(200, json.dumps(body), reply.headers)
 
         return Handler

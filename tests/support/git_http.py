@@ -91,12 +91,18 @@ def _handler_for(server: GitHttpServer) -> type[BaseHTTPRequestHandler]:
                 self.end_headers()
                 return
             env = {
-                "GIT_PROJECT_ROOT": str(server.root), "GIT_HTTP_EXPORT_ALL": "1", "PATH_INFO": path,
-                "QUERY_STRING": query, "REQUEST_METHOD": self.command, "REMOTE_ADDR": "127.0.0.1",
-                "CONTENT_TYPE": self.headers.get("Content-Type", ""), "CONTENT_LENGTH": str(len(body)),
-                "GIT_PROTOCOL": self.headers.get("Git-Protocol", ""), "PATH": "/usr/bin:/bin",
+                "GIT_PROJECT_ROOT": str(server.root),
+                "GIT_HTTP_EXPORT_ALL": "1",
+                "PATH_INFO": path,
+                "QUERY_STRING": query,
+                "REQUEST_METHOD": self.command,
+                "REMOTE_ADDR": "127.0.0.1",
+                "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+                "CONTENT_LENGTH": str(len(body)),
+                "GIT_PROTOCOL": self.headers.get("Git-Protocol", ""),
+                "PATH": "/usr/bin:/bin",
                 "HTTP_CONTENT_ENCODING": self.headers.get("Content-Encoding", ""),
-            }  # fmt: skip
+            }
             done = subprocess.run(
                 ["git", "http-backend"], input=body, env=env, capture_output=True, timeout=120
             )

@@ -28,8 +28,12 @@ TOKENS = {
 
 def client(fake: FakeGitHub, token: str = ACTIONS_TOKEN, **kwargs: object) -> Github:
     """A client with no pauses between requests (tests), otherwise as the Action builds it."""
-    options: dict = {"seconds_between_requests": 0, "seconds_between_writes": 0, "backoff_factor": 0,
-                     "max_rate_limit_wait": 5} | kwargs  # fmt: skip
+    options: dict = {
+        "seconds_between_requests": 0,
+        "seconds_between_writes": 0,
+        "backoff_factor": 0,
+        "max_rate_limit_wait": 5,
+    } | kwargs
     return make_github(token, api_url=fake.base_url, **options)
 
 

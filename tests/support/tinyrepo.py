@@ -43,8 +43,13 @@ CONFIG = "evals/agent/sqlcanary.yml"
 
 
 def git(repo: Path, *args: str) -> str:
-    out = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args], cwd=repo,
-                         capture_output=True, text=True, check=True)  # fmt: skip
+    out = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return out.stdout.strip()
 
 
@@ -61,9 +66,17 @@ def write(root: Path, files: dict[str, str]) -> None:
 
 def make_tiny_repo(root: Path, answers: dict[str, str] | None = None) -> Path:
     """The repository on branch `main`, one commit."""
-    write(root, {"evals/suite/suite.yml": SUITE_YML, "evals/suite/cases/all.yml": CASES_YML,
-                 "evals/suite/shop.sql": FIXTURE, "evals/agent/agent.py": AGENT, CONFIG: config(),
-                 "data/answers.json": json.dumps(answers or GOOD)})  # fmt: skip
+    write(
+        root,
+        {
+            "evals/suite/suite.yml": SUITE_YML,
+            "evals/suite/cases/all.yml": CASES_YML,
+            "evals/suite/shop.sql": FIXTURE,
+            "evals/agent/agent.py": AGENT,
+            CONFIG: config(),
+            "data/answers.json": json.dumps(answers or GOOD),
+        },
+    )
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "base")

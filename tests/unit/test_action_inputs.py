@@ -43,12 +43,21 @@ def test_the_action_is_a_docker_action_without_user_or_workdir():
 
 
 def test_inputs_as_the_runner_passes_them():
-    got = read_inputs({
-        "INPUT_GITHUB-TOKEN": "ghs_secret", "INPUT_FAIL-ON-REGRESSION": "false", "INPUT_REPEAT": "3",
-        "INPUT_SUITE": "  benchmarks/shop ", "INPUT_MODE": "", "INPUT_CHECK_RUN": "False", "INPUT_SHARD": "2/4",
-    })  # fmt: skip
+    got = read_inputs(
+        {
+            "INPUT_GITHUB-TOKEN": "ghs_secret",
+            "INPUT_FAIL-ON-REGRESSION": "false",
+            "INPUT_REPEAT": "3",
+            "INPUT_SUITE": "  benchmarks/shop ",
+            "INPUT_MODE": "",
+            "INPUT_CHECK_RUN": "False",
+            "INPUT_SHARD": "2/4",
+        }
+    )
     assert got.github_token == "ghs_secret" and got.fail_on_regression is False and got.repeat == 3
-    assert got.suite == "benchmarks/shop" and got.mode is None and got.check_run is False and got.shard == "2/4"
+    assert (
+        got.suite == "benchmarks/shop" and got.mode is None and got.check_run is False and got.shard == "2/4"
+    )
     assert "ghs_secret" not in repr(got)
     assert read_inputs({}) == ActionInputs()
 
@@ -78,6 +87,15 @@ def test_a_bad_secret_input_is_named_but_never_echoed():
 def test_runner_context_needs_the_runner():
     with pytest.raises(ConfigError, match="GITHUB_EVENT_NAME"):
         RunnerContext.from_environ({})
-    ctx = RunnerContext.from_environ({"GITHUB_EVENT_NAME": "push", "GITHUB_EVENT_PATH": "/e.json",
-                                      "GITHUB_REPOSITORY": "acme/agent", "GITHUB_RUN_ID": "9"})  # fmt: skip
-    assert ctx.api_url == "https://api.github.com" and ctx.run_url == "https://github.com/acme/agent/actions/runs/9"
+    ctx = RunnerContext.from_environ(
+        {
+            "GITHUB_EVENT_NAME": "push",
+            "GITHUB_EVENT_PATH": "/e.json",
+            "GITHUB_REPOSITORY": "acme/agent",
+            "GITHUB_RUN_ID": "9",
+        }
+    )
+    assert (
+        ctx.api_url == "https://api.github.com"
+        and ctx.run_url == "https://github.com/acme/agent/actions/runs/9"
+    )

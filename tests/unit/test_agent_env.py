@@ -99,8 +99,18 @@ def test_a_command_agent_sees_only_its_allowed_environment(tmp_path: Path, persi
         agent.close()
     seen = json.loads(out.read_text(encoding="utf-8"))
     assert seen["PATH"] == ACTIONS_ENV["PATH"] and seen["MODEL"] == "gpt-test"
-    leaked = {"GITHUB_TOKEN", "INPUT_GITHUB-TOKEN", "INPUT_X", "INPUT_OPENAI-API-KEY", "OPENAI_API_KEY",
-              "ACTIONS_RUNTIME_TOKEN", "ACTIONS_CACHE_URL", "DATABASE_URL", "HTTPS_PROXY", "LC_API_KEY"}  # fmt: skip
+    leaked = {
+        "GITHUB_TOKEN",
+        "INPUT_GITHUB-TOKEN",
+        "INPUT_X",
+        "INPUT_OPENAI-API-KEY",
+        "OPENAI_API_KEY",
+        "ACTIONS_RUNTIME_TOKEN",
+        "ACTIONS_CACHE_URL",
+        "DATABASE_URL",
+        "HTTPS_PROXY",
+        "LC_API_KEY",
+    }
     assert leaked.isdisjoint(seen)
     assert TOKEN not in json.dumps(seen)
 

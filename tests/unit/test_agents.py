@@ -346,7 +346,6 @@ def test_persistent_agent_garbage_line_is_bad_output(lines_agent) -> None:
     assert bounded(lambda: lines_agent.answer(case("c2", "SELECT 2"))).sql == "SELECT 2"
 
 
-# fmt: skip
 def test_persistent_agent_answers_stay_with_their_case_after_a_log_line(lines_agent) -> None:
     bounded(lambda: lines_agent.answer(case("c1", "!chatty")))
     after = bounded(lambda: lines_agent.answer(case("c2", "SELECT 2")))
@@ -444,9 +443,15 @@ KNOWN = case("known", "SELECT 'answer'", gold=("SELECT 'answer'",))
 
 def _contract_specs(tmp_path: Path) -> dict[str, tuple[str, AgentContext]]:
     preds = _write(tmp_path, "preds.jsonl", json.dumps({"id": "known", "sql": "SELECT 'answer'"}) + "\n")
-    run = RunResult(meta=RunMeta(suite="s", suite_hash="h"), summary=summarize(()),
-                    cases=(CaseResult(id="known", status="passed", category="query",
-                                      prediction=Prediction(sql="SELECT 'answer'")),))  # fmt: skip
+    run = RunResult(
+        meta=RunMeta(suite="s", suite_hash="h"),
+        summary=summarize(()),
+        cases=(
+            CaseResult(
+                id="known", status="passed", category="query", prediction=Prediction(sql="SELECT 'answer'")
+            ),
+        ),
+    )
     write_run(tmp_path / "run.json", run)
     return {
         "gold": ("gold", ctx()),
@@ -469,8 +474,10 @@ def test_the_contract_covers_every_registered_adapter() -> None:
 def test_every_adapter_answers_a_known_case(kind: str, tmp_path: Path) -> None:
     with FakeOpenAI([json.dumps({"sql": "SELECT 'answer'"})]) as llm_server:
         specs = _contract_specs(tmp_path)
-        specs["llm"] = ("llm", AgentContext(options={"llm": {"base_url": llm_server.base_url, "cache": False},
-                                                     "schema": ""}))  # fmt: skip
+        specs["llm"] = (
+            "llm",
+            AgentContext(options={"llm": {"base_url": llm_server.base_url, "cache": False}, "schema": ""}),
+        )
         spec, context = specs[kind]
         _answer_known_case(spec, context)
 

@@ -241,8 +241,13 @@ def test_a_version_2_comparison_still_loads_and_renders(two_causes: Comparison) 
 
 
 def test_hostile_diff_text_stays_inert(two_causes: Comparison) -> None:
-    hostile = Hunk(old_start=1, old_count=1, new_start=1, new_count=1,
-                   text="-```\n+</details><script>x</script> @octocat #1\n+````")  # fmt: skip
+    hostile = Hunk(
+        old_start=1,
+        old_count=1,
+        new_start=1,
+        new_count=1,
+        text="-```\n+</details><script>x</script> @octocat #1\n+````",
+    )
     cause = two_causes.causes[0].model_copy(update={"hunks": (hostile,), "file": "kb/`x`|<b>.yaml"})
     text = render_comment(two_causes.model_copy(update={"causes": (cause, *two_causes.causes[1:])}))
     assert_inert(text)
@@ -317,8 +322,11 @@ def test_the_repair_prompt_gets_the_cause_and_the_kb_diff(two_causes: Comparison
     assert "## What changed since the base commit" in user
     assert "The change edited KB lines this answer used" in user and "+filters: []" in user
     plain = failure_context(result, None, kb)
-    assert plain.causes == () and "What changed" not in case_messages(plain, globs=kb.globs, files=[],
-                                                                       feedback=[], secrets=())[1]["content"]  # fmt: skip
+    assert (
+        plain.causes == ()
+        and "What changed"
+        not in case_messages(plain, globs=kb.globs, files=[], feedback=[], secrets=())[1]["content"]
+    )
 
 
 def test_file_diff_models_round_trip() -> None:
@@ -326,7 +334,9 @@ def test_file_diff_models_round_trip() -> None:
     assert tuple(FileDiff.model_validate_json(f.model_dump_json()) for f in files) == files
 
 
-def test_the_repair_prompt_shows_its_example_on_the_changed_line(two_causes: Comparison, tmp_path: Path) -> None:
+def test_the_repair_prompt_shows_its_example_on_the_changed_line(
+    two_causes: Comparison, tmp_path: Path
+) -> None:
     """A small model copies the example it is shown: built from the line the PR changed and this answer used,
     the example is an edit that applies (the trial's model copied `kb/metrics/example.yaml` 14 times)."""
     shutil.copytree(REPO / SUITE / "kb", tmp_path / "kb")
@@ -338,10 +348,16 @@ def test_the_repair_prompt_shows_its_example_on_the_changed_line(two_causes: Com
     ctx = failure_context(result, None, kb, comparison=two_causes)
     assert ctx.example == ("kb/metrics/dau.yaml", 9, "filters: []")
     user = case_messages(ctx, globs=kb.globs, files=[], feedback=[], secrets=())[1]["content"]
-    assert 'to change line 9 of `kb/metrics/dau.yaml`:\n{"file": "kb/metrics/dau.yaml", "edits": [{"search": ' \
-           '"filters: []", "replace": "<the corrected line>"}]}' in user  # fmt: skip
+    assert (
+        'to change line 9 of `kb/metrics/dau.yaml`:\n{"file": "kb/metrics/dau.yaml", "edits": [{"search": '
+        '"filters: []", "replace": "<the corrected line>"}]}' in user
+    )
     # without a check, the first line the answer cited
     plain = failure_context(result, None, kb)
-    assert plain.example == ("kb/dimensions.yaml", 8, (tmp_path / "kb/dimensions.yaml").read_text().splitlines()[7])
+    assert plain.example == (
+        "kb/dimensions.yaml",
+        8,
+        (tmp_path / "kb/dimensions.yaml").read_text().splitlines()[7],
+    )
     system = case_messages(plain, globs=kb.globs, files=[], feedback=[], secrets=())[0]["content"]
     assert "example.yaml" not in system and "<a KB file shown below>" in system

@@ -116,9 +116,18 @@ def test_every_transition_kind_at_k1():
 def test_cases_are_ordered_by_transition_then_id():
     ids = [ch.id for ch in cmp("k1_base", "k1_head").cases]
     assert ids == [
-        "regressed", "fixed", "became-invalid", "error-changed", "new", "removed", "became-valid",
-        "still-errored", "still-fail", "still-invalid", "still-pass",
-    ]  # fmt: skip
+        "regressed",
+        "fixed",
+        "became-invalid",
+        "error-changed",
+        "new",
+        "removed",
+        "became-valid",
+        "still-errored",
+        "still-fail",
+        "still-invalid",
+        "still-pass",
+    ]
 
 
 def test_case_change_fields_come_from_the_case_results():
@@ -307,10 +316,12 @@ def test_same_run_passes():
     [
         ("k1_head_evaluator2", "evaluator version 1 in base, 2 in head"),
         ("k1_head_preset_bird", "preset `sqlcanary` in base, `bird` in head"),
-        ("k1_head_fixture_changed", "database `shop`: fixture fingerprint f1x7u4e0000000aa in base, "
-                                    "f1x7u4e0000000bb in head"),
+        (
+            "k1_head_fixture_changed",
+            "database `shop`: fixture fingerprint f1x7u4e0000000aa in base, f1x7u4e0000000bb in head",
+        ),
     ],
-)  # fmt: skip
+)
 def test_incomparable_runs_say_why_and_force_compares_anyway(head, words):
     c = cmp("k1_base", head)
     assert c.verdict == "incomparable" and not c.forced
@@ -331,8 +342,9 @@ def test_incomparable_schema_version():
 
 def test_a_database_only_one_run_uses_is_not_a_reason():
     head = load("k1_head")
-    head = head.model_copy(update={"meta": head.meta.model_copy(update={"fixtures": {"shop": "f1x7u4e0000000aa",
-                                                                                     "other": "x"}})})  # fmt: skip
+    head = head.model_copy(
+        update={"meta": head.meta.model_copy(update={"fixtures": {"shop": "f1x7u4e0000000aa", "other": "x"}})}
+    )
     assert compare_runs(load("k1_base"), head).verdict == "regressions"
 
 
@@ -403,9 +415,10 @@ def test_shards_ids_and_filter_order():
     )
     assert ids.reasons[0].startswith("case selection: base ran --id a --id b, head --id a:")
     same = compare_runs(
-        _with_meta(base, filters={"tags": ["ads", "easy"]}), _with_meta(head, filters={"tags": ["easy", "ads"]}),
+        _with_meta(base, filters={"tags": ["ads", "easy"]}),
+        _with_meta(head, filters={"tags": ["easy", "ads"]}),
         gate=GateSettings(max_regressions=1, **LENIENT),
-    )  # fmt: skip
+    )
     assert same.verdict == "pass"  # the same selection, written in another order
 
 
@@ -444,8 +457,11 @@ def test_renamed_cases_are_paired_by_content_and_judged_by_their_outcome():
     }  # no removed, no new pair
     dau = changes["traffic-dau-id"]
     assert (dau.transition, dau.renamed_from, dau.outcome, dau.judged) == (
-        "renamed", "dau-id", "still_passing", "still_passing",
-    )  # fmt: skip
+        "renamed",
+        "dau-id",
+        "still_passing",
+        "still_passing",
+    )
     assert dau.tags == ("traffic", "easy")  # the head's
     gmv = changes["commerce-gmv-total"]
     assert (gmv.renamed_from, gmv.outcome) == ("gmv-total", "fixed")
@@ -472,9 +488,13 @@ def test_a_case_the_change_edited_is_flagged_in_the_comparison_and_the_comment()
     from bot.report.render import render_comment
 
     base = load("rename_base")
-    head = base.model_copy(update={"cases": tuple(
-        c.model_copy(update={"case_hash": "0" * 16}) if c.id == "steady" else c for c in base.cases
-    )})  # fmt: skip
+    head = base.model_copy(
+        update={
+            "cases": tuple(
+                c.model_copy(update={"case_hash": "0" * 16}) if c.id == "steady" else c for c in base.cases
+            )
+        }
+    )
     c = compare_runs(base, head)
     changes = by_id(c)
     assert changes["steady"].edited and changes["steady"].transition == "still_passing"
@@ -487,8 +507,11 @@ def test_a_case_the_change_edited_is_flagged_in_the_comparison_and_the_comment()
 def test_cases_asking_the_same_thing_twice_are_not_paired():
     changes = by_id(cmp("gate_base", "gate_head"))
     assert [changes[i].transition for i in ("twin-a", "twin-b", "twin-c", "deleted")] == [
-        "removed", "removed", "new", "removed",
-    ]  # fmt: skip
+        "removed",
+        "removed",
+        "new",
+        "removed",
+    ]
 
 
 def test_runs_without_content_hashes_get_no_rename_detection():
@@ -571,8 +594,10 @@ def test_head_only_text_summary():
 def test_real_shop_runs():
     c = cmp("shop_base", "shop_head")
     assert [ch.id for ch in c.of("regressed")] == [
-        "shop-items-sold-th-nov", "shop-mgmt-save-id-daily-dau", "shop-traffic-dau-id-nov",
-    ]  # fmt: skip
+        "shop-items-sold-th-nov",
+        "shop-mgmt-save-id-daily-dau",
+        "shop-traffic-dau-id-nov",
+    ]
     items = by_id(c)["shop-items-sold-th-nov"]
     assert "gold 9953, prediction 1029" in items.reason
     assert items.structural.startswith("joins differ")
@@ -606,9 +631,14 @@ def test_cli_regressions_exit_1_and_name_the_cases(capsys, tmp_path):
 
 def test_cli_pass_exit_0(capsys):
     code, out, _ = run_cli(
-        capsys, str(RUNS / "k1_base.json"), str(RUNS / "k1_head.json"), "--max-regressions", "1",
-        "--allow-removed", "--allow-invalid",
-    )  # fmt: skip
+        capsys,
+        str(RUNS / "k1_base.json"),
+        str(RUNS / "k1_head.json"),
+        "--max-regressions",
+        "1",
+        "--allow-removed",
+        "--allow-invalid",
+    )
     assert code == 0 and out.startswith("sqlcanary compare: PASS")
 
 
@@ -634,8 +664,9 @@ def test_cli_incomparable_exit_2_and_force(capsys, tmp_path):
     assert code == 2
     assert "INCOMPARABLE" in out and "preset `sqlcanary` in base, `bird` in head" in out and "--force" in out
     assert json.loads((tmp_path / "c.json").read_text())["verdict"] == "incomparable"
-    code, out, _ = run_cli(capsys, base, head, "--force", "--max-regressions", "1", "--allow-removed",
-                           "--allow-invalid")  # fmt: skip
+    code, out, _ = run_cli(
+        capsys, base, head, "--force", "--max-regressions", "1", "--allow-removed", "--allow-invalid"
+    )
     assert code == 0 and "PASS (forced)" in out and "compared anyway (--force): preset" in out
 
 

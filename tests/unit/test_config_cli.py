@@ -31,9 +31,12 @@ def _config(folder: Path, text: str, name: str = "sqlcanary.yml") -> Path:
 
 
 def test_full_config_loads_with_paths_relative_to_the_file(tmp_path: Path) -> None:
-    path = _config(tmp_path / "proj", "suite: benchmarks/shop\nagent:\n  spec: command:./agent.sh\n  timeout: 30\n"
-                   "  persistent: true\n  options: {model: small}\njobs: 4\nrow_cap: 100\nstatement_timeout: 10s\n"
-                   "preset: bird\nout: results/run.json\npostgres: embedded\nkb: {paths: [kb]}\n")  # fmt: skip
+    path = _config(
+        tmp_path / "proj",
+        "suite: benchmarks/shop\nagent:\n  spec: command:./agent.sh\n  timeout: 30\n"
+        "  persistent: true\n  options: {model: small}\njobs: 4\nrow_cap: 100\nstatement_timeout: 10s\n"
+        "preset: bird\nout: results/run.json\npostgres: embedded\nkb: {paths: [kb]}\n",
+    )
     config = load_config(path)
     assert config.agent == AgentConfig(
         spec="command:./agent.sh", timeout=30, persistent=True, options={"model": "small"}
@@ -86,14 +89,12 @@ def test_config_errors_name_the_file_and_line(
     assert fragment in str(err)
 
 
-# fmt: skip
 def test_base_dir_is_not_a_config_key(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_config(_config(tmp_path, "suite: s\nbase_dir: /etc\n"))
     assert info.value.line == 2 and "multiple values" not in str(info.value)
 
 
-# fmt: skip
 def test_unknown_preset_in_the_config_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_config(_config(tmp_path, "preset: bird2\n"))
@@ -202,9 +203,15 @@ def test_help_is_ok(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.parametrize(
     "argv",
-    [["--bogus"], ["frobnicate"], ["run", "--jobs", "many"], ["run", "--preset", "bird2"], ["run", "--no-such"],
-     ["rescore"]],
-)  # fmt: skip
+    [
+        ["--bogus"],
+        ["frobnicate"],
+        ["run", "--jobs", "many"],
+        ["run", "--preset", "bird2"],
+        ["run", "--no-such"],
+        ["rescore"],
+    ],
+)
 def test_bad_options_are_bad_input(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == EXIT_BAD_INPUT
     assert "error" in capsys.readouterr().err
@@ -256,7 +263,6 @@ def test_run_with_a_bad_statement_timeout(in_empty_dir: Path, capsys: pytest.Cap
     assert "not a duration: 'soon'" in err
 
 
-# fmt: skip
 def test_a_bad_statement_timeout_option_is_not_given_a_line(
     in_empty_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -269,7 +275,6 @@ def test_rescore_of_a_missing_run_file(in_empty_dir: Path, capsys: pytest.Captur
     assert "none.json: no such file" in capsys.readouterr().err
 
 
-# fmt: skip
 def test_progress_writes_to_the_stderr_of_the_moment(capsys: pytest.CaptureFixture[str]) -> None:
     from bot.report.console import Progress
 

@@ -144,14 +144,20 @@ def test_only_clean_answers_are_cached(tmp_path, answer, kept):
     cache.put("ab" * 32, answer)
     got = cache.get("ab" * 32)
     if kept:
-        assert (got.sql, got.used, got.error, got.error_class) == (answer.sql, answer.used, answer.error,
-                                                                   answer.error_class)  # fmt: skip
+        assert (got.sql, got.used, got.error, got.error_class) == (
+            answer.sql,
+            answer.used,
+            answer.error,
+            answer.error_class,
+        )
     else:
         assert got is None
 
 
-@pytest.mark.parametrize("value,allowed", [("", True), ("on", True), ("off", False), ("0", False),
-                                           (" False ", False), ("no", False)])  # fmt: skip
+@pytest.mark.parametrize(
+    "value,allowed",
+    [("", True), ("on", True), ("off", False), ("0", False), (" False ", False), ("no", False)],
+)
 def test_the_environment_can_turn_the_answer_cache_off(value, allowed):
     assert Settings.from_environ({"SQLCANARY_ANSWER_CACHE": value}).answer_cache is allowed
     assert Settings.from_environ({}).answer_cache is True

@@ -43,19 +43,32 @@ GOLD_MONTHS = rs("month, dau", (DATE, NUMERIC), [(m, Decimal(100 + i)) for i, m 
 
 
 def test_same_keys_one_changed_measure_names_the_key_and_both_values() -> None:
-    gold = rs("region, gmv", (TEXT, NUMERIC), [("ID", Decimal("1234.5")), ("TH", Decimal("99")),
-                                               ("VN", Decimal("7"))])  # fmt: skip
-    pred = rs("region, gmv", (TEXT, NUMERIC), [("VN", Decimal("7")), ("ID", Decimal("1200.0")),
-                                               ("TH", Decimal("99"))])  # fmt: skip
+    gold = rs(
+        "region, gmv",
+        (TEXT, NUMERIC),
+        [("ID", Decimal("1234.5")), ("TH", Decimal("99")), ("VN", Decimal("7"))],
+    )
+    pred = rs(
+        "region, gmv",
+        (TEXT, NUMERIC),
+        [("VN", Decimal("7")), ("ID", Decimal("1200.0")), ("TH", Decimal("99"))],
+    )
     v = compare(gold, pred)
     assert v.message == "1 of 3 rows differs; `gmv` for (region='ID'): gold 1234.5, prediction 1200.0"
     first = v.details["first_difference"]
     assert first == {
-        "kind": "changed", "key": {"region": "'ID'"}, "key_positions": [0], "column": "gmv", "position": 1,
-        "gold": "1234.5", "prediction": "1200.0",
+        "kind": "changed",
+        "key": {"region": "'ID'"},
+        "key_positions": [0],
+        "column": "gmv",
+        "position": 1,
+        "gold": "1234.5",
+        "prediction": "1200.0",
         "columns": [{"position": 1, "column": "gmv", "gold": "1234.5", "prediction": "1200.0"}],
-        "row": {}, "differing": 1, "total": 3,
-    }  # fmt: skip
+        "row": {},
+        "differing": 1,
+        "total": 3,
+    }
     assert (v.kind, v.flags) == ("mismatch", ())
 
 
@@ -87,8 +100,10 @@ def test_positional_columns_are_explained_by_position() -> None:
     """Under `columns: positional` the order of columns is part of the answer: no other mapping is guessed."""
     pred = rs("dau, month", (NUMERIC, DATE), [(v, m) for m, v in GOLD_MONTHS.rows])
     v = compare(GOLD_MONTHS, pred, columns="positional")
-    assert v.message == ("12 of 12 rows differ; row (month=2025-07-01, dau=100) is missing from the prediction; "
-                         "the prediction's columns line up with the gold's in this order: month, dau")  # fmt: skip
+    assert v.message == (
+        "12 of 12 rows differ; row (month=2025-07-01, dau=100) is missing from the prediction; "
+        "the prediction's columns line up with the gold's in this order: month, dau"
+    )
 
 
 def test_subset_columns_explain_against_the_matching_prediction_column() -> None:
@@ -102,11 +117,16 @@ def test_several_changed_columns_are_named_then_counted() -> None:
     gold = rs("k, a, b, c", (TEXT, INT4, INT4, INT4), [("x", 1, 2, 3), ("y", 0, 0, 0)])
     pred = rs("k, a, b, c", (TEXT, INT4, INT4, INT4), [("x", 4, 5, 6), ("y", 0, 0, 0)])
     v = compare(gold, pred)
-    assert v.message == ("1 of 2 rows differs; `a` for (k='x'): gold 1, prediction 4; `b`: gold 2, prediction 5; "
-                         "and 1 more column(s)")  # fmt: skip
+    assert v.message == (
+        "1 of 2 rows differs; `a` for (k='x'): gold 1, prediction 4; `b`: gold 2, prediction 5; "
+        "and 1 more column(s)"
+    )
     columns = v.details["first_difference"]["columns"]
     assert [(c["position"], c["column"], c["gold"], c["prediction"]) for c in columns] == [
-        (1, "a", "1", "4"), (2, "b", "2", "5"), (3, "c", "3", "6")]  # fmt: skip
+        (1, "a", "1", "4"),
+        (2, "b", "2", "5"),
+        (3, "c", "3", "6"),
+    ]
 
 
 def test_the_row_with_fewest_changed_columns_comes_first() -> None:
@@ -127,16 +147,29 @@ def test_values_within_tolerance_are_no_difference() -> None:
 def test_a_missing_row_and_an_extra_row_are_each_named() -> None:
     gold = rs("region, gmv", (TEXT, INT4), [("ID", 5), ("PH", 6), ("TH", 7)])
     missing = compare(gold, rs("region, gmv", (TEXT, INT4), [("TH", 7), ("ID", 5)]), keys=((0,),))
-    assert missing.message == ("row count differs: gold has 3 rows, prediction has 2; 1 of 3 rows differs; "
-                               "row (region='PH') is missing from the prediction (gold: `gmv` 6)")  # fmt: skip
+    assert missing.message == (
+        "row count differs: gold has 3 rows, prediction has 2; 1 of 3 rows differs; "
+        "row (region='PH') is missing from the prediction (gold: `gmv` 6)"
+    )
     assert missing.details["first_difference"]["kind"] == "missing"
     extra = compare(gold, rs("region, gmv", (TEXT, INT4), gold.rows + [("XX", 1)]), keys=((0,),))
-    assert extra.message == ("row count differs: gold has 3 rows, prediction has 4; 1 of 4 rows differs; "
-                             "row (region='XX') is not in the gold (prediction: `gmv` 1)")  # fmt: skip
+    assert extra.message == (
+        "row count differs: gold has 3 rows, prediction has 4; 1 of 4 rows differs; "
+        "row (region='XX') is not in the gold (prediction: `gmv` 1)"
+    )
     assert extra.details["first_difference"] == {
-        "kind": "extra", "key": {"region": "'XX'"}, "key_positions": [0], "column": None, "position": None,
-        "gold": None, "prediction": None, "columns": [], "row": {"gmv": "1"}, "differing": 1, "total": 4,
-    }  # fmt: skip
+        "kind": "extra",
+        "key": {"region": "'XX'"},
+        "key_positions": [0],
+        "column": None,
+        "position": None,
+        "gold": None,
+        "prediction": None,
+        "columns": [],
+        "row": {"gmv": "1"},
+        "differing": 1,
+        "total": 4,
+    }
 
 
 def test_a_changed_value_is_reported_before_a_missing_row() -> None:
@@ -161,8 +194,10 @@ def test_a_row_within_the_tolerance_is_no_missing_row() -> None:
 
 def test_an_empty_prediction_names_the_first_gold_row() -> None:
     v = compare(GOLD_MONTHS, rs("month, dau", (DATE, NUMERIC), []), keys=((0,),))
-    assert v.message == ("row count differs: gold has 6 rows, prediction has 0; 6 of 6 rows differ; "
-                         "row (month=2025-07-01) is missing from the prediction (gold: `dau` 100)")  # fmt: skip
+    assert v.message == (
+        "row count differs: gold has 6 rows, prediction has 0; 6 of 6 rows differ; "
+        "row (month=2025-07-01) is missing from the prediction (gold: `dau` 100)"
+    )
 
 
 def test_a_row_whose_key_the_other_side_holds_is_named_whole() -> None:
@@ -184,10 +219,16 @@ def test_several_rows_under_one_key_are_not_paired_by_guess() -> None:
 def test_without_sql_keys_the_best_matching_columns_align() -> None:
     """No GROUP BY / ORDER BY: region alone pairs the changed rows but does not identify a gold row, so the
     smallest column set that does (region, month) is the key."""
-    gold = rs("region, month, gmv", (TEXT, TEXT, INT4),
-              [("ID", "2025-10", 1), ("ID", "2025-11", 2), ("TH", "2025-10", 3), ("TH", "2025-11", 4)])  # fmt: skip
-    pred = rs("region, month, gmv", (TEXT, TEXT, INT4),
-              [("TH", "2025-11", 4), ("TH", "2025-10", 3), ("ID", "2025-11", 20), ("ID", "2025-10", 1)])  # fmt: skip
+    gold = rs(
+        "region, month, gmv",
+        (TEXT, TEXT, INT4),
+        [("ID", "2025-10", 1), ("ID", "2025-11", 2), ("TH", "2025-10", 3), ("TH", "2025-11", 4)],
+    )
+    pred = rs(
+        "region, month, gmv",
+        (TEXT, TEXT, INT4),
+        [("TH", "2025-11", 4), ("TH", "2025-10", 3), ("ID", "2025-11", 20), ("ID", "2025-10", 1)],
+    )
     v = compare(gold, pred)
     assert v.message == "1 of 4 rows differs; `gmv` for (region='ID', month='2025-11'): gold 2, prediction 20"
 
@@ -207,8 +248,12 @@ def test_an_order_key_that_pairs_nothing_gives_way_to_the_matching_columns() -> 
     """ORDER BY the measure (a top-N): the measure changed, so the region aligns the rows."""
     gold = rs("region, dau", (TEXT, INT4), [("ID", 30), ("TH", 20), ("VN", 10)])
     pred = rs("region, dau", (TEXT, INT4), [("ID", 31), ("TH", 21), ("VN", 11)])
-    v = judge_results(gold, pred, options=resolve_options(CompareOptions(order="ignore")),
-                      gold_sql="SELECT region, dau FROM t ORDER BY dau DESC")  # fmt: skip
+    v = judge_results(
+        gold,
+        pred,
+        options=resolve_options(CompareOptions(order="ignore")),
+        gold_sql="SELECT region, dau FROM t ORDER BY dau DESC",
+    )
     assert v.message == "3 of 3 rows differ; `dau` for (region='ID'): gold 30, prediction 31"
 
 
@@ -248,8 +293,9 @@ def test_the_message_does_not_depend_on_the_hash_seed() -> None:
     outs = set()
     for seed in ("1", "2", "3"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
-        done = subprocess.run([sys.executable, "-c", script], env=env, cwd=REPO, capture_output=True, text=True,
-                              check=True)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-c", script], env=env, cwd=REPO, capture_output=True, text=True, check=True
+        )
         outs.add(done.stdout)
     assert outs == {"7 of 8 rows differ; `v` for (a='b'): gold 1, prediction 2\n"}
 
@@ -316,8 +362,9 @@ class CountingRows(Sequence[tuple[Any, ...]]):
 
 def test_a_million_rows_are_read_no_further_than_the_limit() -> None:
     gold, pred = CountingRows(1_000_000), CountingRows(1_000_000, changed=5)
-    diff = first_difference(gold, pred, columns=("k", "v"), pred_columns=("k", "v"), mappings=[(0, 1)],
-                            abs_tol=1e-9, rel_tol=1e-6)  # fmt: skip
+    diff = first_difference(
+        gold, pred, columns=("k", "v"), pred_columns=("k", "v"), mappings=[(0, 1)], abs_tol=1e-9, rel_tol=1e-6
+    )
     assert gold.served <= MAX_ROWS and pred.served <= MAX_ROWS
     assert diff is not None
     assert diff.message() == "`v` for (k=5): gold 10, prediction 11 (in the first 10,000 rows of each side)"
@@ -326,11 +373,13 @@ def test_a_million_rows_are_read_no_further_than_the_limit() -> None:
 
 def test_beyond_the_limit_no_row_is_called_missing() -> None:
     gold, pred = CountingRows(50), CountingRows(49)
-    diff = first_difference(gold, pred, columns=("k", "v"), pred_columns=("k", "v"), abs_tol=0, rel_tol=0,
-                            limit=20)  # fmt: skip
+    diff = first_difference(
+        gold, pred, columns=("k", "v"), pred_columns=("k", "v"), abs_tol=0, rel_tol=0, limit=20
+    )
     assert diff is None and gold.served <= 20 and pred.served <= 20
-    small = first_difference(CountingRows(50), CountingRows(49), columns=("k", "v"), pred_columns=("k", "v"),
-                             abs_tol=0, rel_tol=0)  # fmt: skip
+    small = first_difference(
+        CountingRows(50), CountingRows(49), columns=("k", "v"), pred_columns=("k", "v"), abs_tol=0, rel_tol=0
+    )
     assert small is not None and small.message() == (
         "row count differs: gold has 50 rows, prediction has 49; 1 of 50 rows differs; "
         "row (k=49, v=98) is missing from the prediction"
@@ -349,19 +398,32 @@ def test_order_messages_are_unchanged() -> None:
 @pytest.mark.parametrize(
     ("sql", "columns", "keys"),
     [
-        ("SELECT region_code, sum(spend) / sum(clicks) FROM s GROUP BY region_code", ("region_code", "?column?"),
-         ((0,),)),
-        ("SELECT date_trunc('month', d) AS m, r, sum(x) FROM t GROUP BY 1, r ORDER BY m", ("m", "r", "sum"),
-         ((0, 1), (0,))),
-        ("SELECT r, date_trunc('month', d), count(*) FROM t GROUP BY date_trunc('month', d), r",
-         ("r", "date_trunc", "count"), ((0, 1),)),
-        ("SELECT r AS region, sum(x) AS s FROM t GROUP BY region ORDER BY s DESC", ("region", "s"), ((0,), (1,))),
+        (
+            "SELECT region_code, sum(spend) / sum(clicks) FROM s GROUP BY region_code",
+            ("region_code", "?column?"),
+            ((0,),),
+        ),
+        (
+            "SELECT date_trunc('month', d) AS m, r, sum(x) FROM t GROUP BY 1, r ORDER BY m",
+            ("m", "r", "sum"),
+            ((0, 1), (0,)),
+        ),
+        (
+            "SELECT r, date_trunc('month', d), count(*) FROM t GROUP BY date_trunc('month', d), r",
+            ("r", "date_trunc", "count"),
+            ((0, 1),),
+        ),
+        (
+            "SELECT r AS region, sum(x) AS s FROM t GROUP BY region ORDER BY s DESC",
+            ("region", "s"),
+            ((0,), (1,)),
+        ),
         ("SELECT a, b, sum(x) FROM t GROUP BY ROLLUP (a, b)", ("a", "b", "sum"), ()),
         ("SELECT a, b FROM t GROUP BY a, b", ("a", "b"), ()),  # every column: nothing an exact match lacks
         ("SELECT a FROM t UNION SELECT b FROM u", ("a",), ()),
         ("SELECT 'not sql", ("x",), ()),
     ],
-)  # fmt: skip
+)
 def test_alignment_keys_from_group_by_and_order_by(sql: str, columns: tuple[str, ...], keys: tuple) -> None:
     assert alignment_keys(sql, columns) == keys
 

@@ -78,16 +78,32 @@ def test_workflow_dispatch_takes_its_sha_from_the_caller():
 @pytest.mark.parametrize(
     ("event_name", "fixture", "mutate", "message"),
     [
-        ("pull_request", "pull_request_same_repo.json", lambda p: p["pull_request"]["base"].pop("sha"),
-         "pull_request event payload: missing field pull_request.base.sha"),
-        ("pull_request", "pull_request_same_repo.json", lambda p: p.pop("pull_request"),
-         "missing field pull_request"),
-        ("pull_request", "pull_request_same_repo.json", lambda p: p["pull_request"]["head"].update(sha="main; rm"),
-         "bad field (String should match pattern"),
-        ("push", "push_main.json", lambda p: p["repository"].pop("full_name"),
-         "push event payload: missing field repository.full_name"),
+        (
+            "pull_request",
+            "pull_request_same_repo.json",
+            lambda p: p["pull_request"]["base"].pop("sha"),
+            "pull_request event payload: missing field pull_request.base.sha",
+        ),
+        (
+            "pull_request",
+            "pull_request_same_repo.json",
+            lambda p: p.pop("pull_request"),
+            "missing field pull_request",
+        ),
+        (
+            "pull_request",
+            "pull_request_same_repo.json",
+            lambda p: p["pull_request"]["head"].update(sha="main; rm"),
+            "bad field (String should match pattern",
+        ),
+        (
+            "push",
+            "push_main.json",
+            lambda p: p["repository"].pop("full_name"),
+            "push event payload: missing field repository.full_name",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_malformed_payload_names_the_missing_field(event_name, fixture, mutate, message):
     payload = _payload(fixture)
     mutate(payload)

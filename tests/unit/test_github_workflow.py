@@ -25,8 +25,10 @@ def test_property_escaping_covers_colons_and_commas():
     line = workflow.warning("regressed", title="case a,b: c", file="cases/x,y.yml", line=3, end_line=4)
     assert line == "::warning title=case a%2Cb%3A c,file=cases/x%2Cy.yml,line=3,endLine=4::regressed"
     assert parse_command(line) == (
-        "warning", {"title": "case a,b: c", "file": "cases/x,y.yml", "line": "3", "endLine": "4"}, "regressed",
-    )  # fmt: skip
+        "warning",
+        {"title": "case a,b: c", "file": "cases/x,y.yml", "line": "3", "endLine": "4"},
+        "regressed",
+    )
     assert workflow.notice("fork PR: evaluate only") == "::notice::fork PR: evaluate only"
     assert workflow.error("x", col=2, end_column=5) == "::error col=2,endColumn=5::x"
 
@@ -35,8 +37,11 @@ def test_add_mask_masks_every_line_of_a_multi_line_secret_once():
     assert workflow.add_mask("sk-abc%def") == ["::add-mask::sk-abc%25def"]
     pem = "-----BEGIN KEY-----\nAAAA\r\nBBBB\n\nAAAA\n-----END KEY-----\n"
     assert workflow.add_mask(pem) == [
-        "::add-mask::-----BEGIN KEY-----", "::add-mask::AAAA", "::add-mask::BBBB", "::add-mask::-----END KEY-----",
-    ]  # fmt: skip
+        "::add-mask::-----BEGIN KEY-----",
+        "::add-mask::AAAA",
+        "::add-mask::BBBB",
+        "::add-mask::-----END KEY-----",
+    ]
     assert workflow.add_mask("") == [] and workflow.add_mask("  \n ") == []
 
 
@@ -44,13 +49,28 @@ def test_outputs_round_trip_single_and_multi_line_values(tmp_path):
     path = tmp_path / "github_output"
     path.write_text("earlier=step\n")
     report = "## sqlcanary\n\n| case | verdict |\n|---|---|\n| a=b | regressed |\nEOF\n"
-    workflow.write_outputs(path, {"verdict": "regressed", "regressions": 2, "pass-rate-head": 0.875,
-                                  "gate": False, "report": report, "repair-pr-number": None,
-                                  "crlf": "a\r\nb"})  # fmt: skip
+    workflow.write_outputs(
+        path,
+        {
+            "verdict": "regressed",
+            "regressions": 2,
+            "pass-rate-head": 0.875,
+            "gate": False,
+            "report": report,
+            "repair-pr-number": None,
+            "crlf": "a\r\nb",
+        },
+    )
     assert parse_outputs(path) == {
-        "earlier": "step", "verdict": "regressed", "regressions": "2", "pass-rate-head": "0.875", "gate": "false",
-        "report": report, "repair-pr-number": "", "crlf": "a\nb",
-    }  # fmt: skip
+        "earlier": "step",
+        "verdict": "regressed",
+        "regressions": "2",
+        "pass-rate-head": "0.875",
+        "gate": "false",
+        "report": report,
+        "repair-pr-number": "",
+        "crlf": "a\nb",
+    }
 
 
 def test_a_value_cannot_close_its_own_heredoc(tmp_path):

@@ -409,9 +409,23 @@ def test_join_statements_keeps_a_trailing_comment_out_of_the_way():
 
 @pytest.mark.parametrize(
     "text",
-    ["a: b", "x\n  y", "trailing \nspace", "{a,b}", "'q'", "l1\r\nl2", "tab\tx\ny", "yes", "2024-01-01", "  lead\ny",
-     "end\n\n", "", "~", "\ufeffbom"],
-)  # fmt: skip
+    [
+        "a: b",
+        "x\n  y",
+        "trailing \nspace",
+        "{a,b}",
+        "'q'",
+        "l1\r\nl2",
+        "tab\tx\ny",
+        "yes",
+        "2024-01-01",
+        "  lead\ny",
+        "end\n\n",
+        "",
+        "~",
+        "\ufeffbom",
+    ],
+)
 def test_dump_yaml_round_trips_through_the_case_loader(text):
     data = [{"id": "x", "sql": text, "list": [text]}]
     assert load_yaml_text(dump_yaml(data), "t.yml") == data

@@ -64,21 +64,46 @@ def test_a_good_new_metric_validates():
     [
         ("name: refunds\ndescription: x\nsynonyms: [refunds\n", 4, "unparsable YAML"),
         (GOOD_METRIC + "colour: red\n", 11, "unknown key 'colour'"),
-        (GOOD_METRIC.replace("description: Refunded orders.\n", ""), 1, "missing required field 'description'"),
+        (
+            GOOD_METRIC.replace("description: Refunded orders.\n", ""),
+            1,
+            "missing required field 'description'",
+        ),
         (GOOD_METRIC.replace("synonyms: [refunds, refunded orders]", "synonyms: refunds"), 3, "synonyms"),
         (GOOD_METRIC.replace("aggregation: count", "aggregation: median"), 6, "unknown aggregation 'median'"),
         (GOOD_METRIC.replace("table: orders", "table: orders_v2"), 4, "table 'orders_v2' is not documented"),
         (GOOD_METRIC.replace("expression: order_id", "expression: refund_id"), 5, "column 'refund_id'"),
-        (GOOD_METRIC.replace("dimensions: [region]", "dimensions: [planet]"), 10, "unknown dimension 'planet'"),
-        (GOOD_METRIC.replace("name: refunds", "name: dau"), 1, "duplicate metric name 'dau' (first in metrics/dau.yaml)"),
-        (GOOD_METRIC.replace("refunds, refunded orders", "refunds, GMV"), 3, "synonym 'GMV' also belongs to metric 'gmv'"),
+        (
+            GOOD_METRIC.replace("dimensions: [region]", "dimensions: [planet]"),
+            10,
+            "unknown dimension 'planet'",
+        ),
+        (
+            GOOD_METRIC.replace("name: refunds", "name: dau"),
+            1,
+            "duplicate metric name 'dau' (first in metrics/dau.yaml)",
+        ),
+        (
+            GOOD_METRIC.replace("refunds, refunded orders", "refunds, GMV"),
+            3,
+            "synonym 'GMV' also belongs to metric 'gmv'",
+        ),
         ("- just\n- a list\n", 1, "must hold a mapping"),
     ],
     ids=[
-        "bad-yaml", "unknown-key", "missing-field", "wrong-type", "unknown-aggregation", "undocumented-table",
-        "unknown-column", "unknown-dimension", "duplicate-name", "duplicate-synonym", "not-a-mapping",
+        "bad-yaml",
+        "unknown-key",
+        "missing-field",
+        "wrong-type",
+        "unknown-aggregation",
+        "undocumented-table",
+        "unknown-column",
+        "unknown-dimension",
+        "duplicate-name",
+        "duplicate-synonym",
+        "not-a-mapping",
     ],
-)  # fmt: skip
+)
 def test_broken_metric_file_names_file_and_line(text: str, line: int, fragment: str):
     # "metrics/zz.yaml" sorts after every shipped metric, so the duplicate is reported in this file
     errors = with_metric(text, "metrics/zz.yaml")

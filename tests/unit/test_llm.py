@@ -411,15 +411,21 @@ def test_llm_judge_verdicts(server, tmp_path):
 
 
 # ---- slow local servers (issue 11) ---------------------------------------------------------------------------
-LLAMA_CPP_TOO_LONG = "request (9120 tokens) exceeds the available context size (4096 tokens), try increasing it"
+LLAMA_CPP_TOO_LONG = (
+    "request (9120 tokens) exceeds the available context size (4096 tokens), try increasing it"
+)
 
 
 @pytest.mark.parametrize(
     ("message", "limit", "prompt"),
     [
         (LLAMA_CPP_TOO_LONG, 4096, 9120),
-        ("This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. "
-         "Please reduce the length of the messages. (context_length_exceeded)", 8192, 9000),  # fmt: skip
+        (
+            "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. "
+            "Please reduce the length of the messages. (context_length_exceeded)",
+            8192,
+            9000,
+        ),
         ("the request exceeds the available context size, try increasing it", None, None),
     ],
 )
@@ -434,7 +440,9 @@ def test_a_context_length_400_keeps_json_mode_and_names_the_limit(server, tmp_pa
     server.script(reply)
     client = client_for(server, tmp_path)
     with pytest.raises(LLMContextTooLong) as info:
-        client.complete_json([{"role": "user", "content": "too long " * 50}], schema=SCHEMA, purpose="case q1")
+        client.complete_json(
+            [{"role": "user", "content": "too long " * 50}], schema=SCHEMA, purpose="case q1"
+        )
     assert len(server.completions) == 1  # not retried in another response format
     assert (info.value.limit, info.value.prompt_tokens) == (limit, prompt)
     text = str(info.value)
@@ -446,7 +454,9 @@ def test_a_context_length_400_keeps_json_mode_and_names_the_limit(server, tmp_pa
     assert server.completions[-1].json["response_format"]["type"] == "json_schema"
 
 
-def test_a_rejected_format_is_kept_only_when_the_next_one_works_and_errors_count_every_request(server, tmp_path):
+def test_a_rejected_format_is_kept_only_when_the_next_one_works_and_errors_count_every_request(
+    server, tmp_path
+):
     server.script([Reply(status=400, content="invalid request: bad parameter")])
     client = client_for(server, tmp_path)
     with pytest.raises(LLMUnavailable, match=r"after 3 attempt\(s\): HTTP 400"):
@@ -473,7 +483,9 @@ def test_local_servers_get_long_timeouts_and_one_request_at_a_time():
     assert (local.request_timeout_s, local.cold_timeout_s, local.concurrency) == (180.0, 600.0, 1)
     hosted = LLMSettings()
     assert (hosted.request_timeout_s, hosted.cold_timeout_s, hosted.concurrency) == (60.0, 60.0, None)
-    tuned = LLMSettings(base_url="http://localhost:11434/v1", timeout_s=30, first_timeout_s=900, max_concurrency=4)
+    tuned = LLMSettings(
+        base_url="http://localhost:11434/v1", timeout_s=30, first_timeout_s=900, max_concurrency=4
+    )
     assert (tuned.request_timeout_s, tuned.cold_timeout_s, tuned.concurrency) == (30, 900, 4)
 
 
@@ -496,8 +508,10 @@ def test_max_concurrency_queues_requests_in_the_client(server, tmp_path):
 
     server.script(reply)
     client = client_for(server, tmp_path, max_concurrency=1)
-    threads = [threading.Thread(target=client.complete_text, args=([{"role": "user", "content": str(i)}],))
-               for i in range(4)]  # fmt: skip
+    threads = [
+        threading.Thread(target=client.complete_text, args=([{"role": "user", "content": str(i)}],))
+        for i in range(4)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -529,4 +543,8 @@ def test_a_call_can_sample_warmer_and_shorter_than_the_settings(server, tmp_path
     client.complete_json(MSGS, schema=SCHEMA, attempt=2, temperature=0.6, max_tokens=10**6)
     client.complete_json(MSGS, schema=SCHEMA, attempt=2)
     sent = [(r.json["temperature"], r.json.get("max_tokens"), r.json.get("seed")) for r in server.completions]
-    assert sent == [(0.6, 100, 2), (0.6, client.settings.max_tokens, 2), (0.0, client.settings.max_tokens, None)]
+    assert sent == [
+        (0.6, 100, 2),
+        (0.6, client.settings.max_tokens, 2),
+        (0.0, client.settings.max_tokens, None),
+    ]

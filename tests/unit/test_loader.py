@@ -37,8 +37,14 @@ def good():
 def test_suite_folder_loads_every_case_file_in_order(good) -> None:
     assert good.name == "good"
     assert [c.id for c in good.cases] == [
-        "inline-1", "shop-names", "shop-alternatives", "shop-choices", "shop-own-options", "hr-salaries", "hr-on-shop",
-    ]  # fmt: skip
+        "inline-1",
+        "shop-names",
+        "shop-alternatives",
+        "shop-choices",
+        "shop-own-options",
+        "hr-salaries",
+        "hr-on-shop",
+    ]
     assert set(good.databases) == {"shop", "hr"}
     assert good.databases["hr"] == ((SUITES / "good_folder" / "fixtures" / "hr.sql").resolve(),)
     assert good.settings.statement_timeout_ms == 5000
@@ -92,8 +98,10 @@ def test_column_choices_expand_to_every_non_empty_subset_smallest_first(good) ->
 def test_gold_sql_and_expected_sql_together_are_refused(tmp_path: Path) -> None:
     (tmp_path / "s.sql").write_text("SELECT 1;")
     suite = tmp_path / "suite.yml"
-    suite.write_text("databases: {d: s.sql}\ncases:\n  - id: both\n    question: q?\n"
-                     "    gold_sql: SELECT 1\n    expected_sql: SELECT 2\n")  # fmt: skip
+    suite.write_text(
+        "databases: {d: s.sql}\ncases:\n  - id: both\n    question: q?\n"
+        "    gold_sql: SELECT 1\n    expected_sql: SELECT 2\n"
+    )
     with pytest.raises(CaseFileError, match="not both") as info:
         load_suite(suite)
     assert info.value.case_id == "both" and info.value.line == 3
@@ -270,8 +278,12 @@ def _case(cid: str, *tags: str) -> Case:
     return Case(id=cid, question="q?", gold_sql=("SELECT 1",), db="d", tags=tags)
 
 
-CASES = [_case("shop-ads-1", "ads"), _case("shop-ads-2", "ads", "slow"), _case("shop-orders", "orders"),
-         _case("hr-1")]  # fmt: skip
+CASES = [
+    _case("shop-ads-1", "ads"),
+    _case("shop-ads-2", "ads", "slow"),
+    _case("shop-orders", "orders"),
+    _case("hr-1"),
+]
 
 
 def _ids(cases: list[Case]) -> list[str]:
@@ -298,12 +310,13 @@ def test_select_by_tags_and_ids_needs_both() -> None:
     assert _ids(select_cases(CASES, tags=["ads"], ids=["*-2", "shop-orders"])) == ["shop-ads-2"]
 
 
-# fmt: skip
 def test_unknown_preset_in_a_case_is_refused_at_load_time(tmp_path: Path) -> None:
     (tmp_path / "s.sql").write_text("SELECT 1;")
     suite = tmp_path / "suite.yml"
-    suite.write_text("databases: {d: s.sql}\ncases:\n  - id: p\n    question: q?\n    gold_sql: SELECT 1\n"
-                     "    compare: {preset: bird2}\n")  # fmt: skip
+    suite.write_text(
+        "databases: {d: s.sql}\ncases:\n  - id: p\n    question: q?\n    gold_sql: SELECT 1\n"
+        "    compare: {preset: bird2}\n"
+    )
     err = _load_error_at(suite)
     assert err.case_id == "p" and "bird2" in str(err)
 
@@ -328,18 +341,17 @@ def test_choices_keep_function_calls_whole() -> None:
     assert expand_column_choices("SELECT {a, coalesce(b, 0)} FROM t")[1] == "SELECT coalesce(b, 0) FROM t"
 
 
-# fmt: skip
 @pytest.mark.parametrize("sql", ['SELECT $${"a": 1, "b": 2}$$::jsonb', "SELECT E'it\\'s {x, y}'"])
 def test_choices_leave_braces_in_dollar_quotes_and_escape_strings_alone(sql: str) -> None:
     assert expand_column_choices(sql) == [sql]
 
 
-# fmt: skip
 def test_a_query_gold_of_two_statements_is_refused_or_split(tmp_path: Path) -> None:
     (tmp_path / "s.sql").write_text("SELECT 1;")
     suite = tmp_path / "suite.yml"
-    suite.write_text('databases: {d: s.sql}\ncases:\n  - id: two\n    question: q?\n'
-                     '    gold_sql: "SELECT 1; SELECT 2"\n')  # fmt: skip
+    suite.write_text(
+        'databases: {d: s.sql}\ncases:\n  - id: two\n    question: q?\n    gold_sql: "SELECT 1; SELECT 2"\n'
+    )
     try:
         gold = load_suite(suite).case("two").gold_sql
     except CaseFileError as exc:

@@ -25,8 +25,14 @@ def kb(tmp_path: Path) -> KBFiles:
 
 
 def plan(*actions: dict, status: str = "updated", **extra) -> dict:
-    return {"status": status, "issues_found": ["i"], "improvements_made": ["m"], "actions": list(actions),
-            "reasoning": "r", **extra}  # fmt: skip
+    return {
+        "status": status,
+        "issues_found": ["i"],
+        "improvements_made": ["m"],
+        "actions": list(actions),
+        "reasoning": "r",
+        **extra,
+    }
 
 
 def edit(file: str, search: str, replace: str, kind: str | None = None) -> dict:
@@ -41,8 +47,12 @@ def refusals(kb: KBFiles, data: dict) -> str:
 
 
 def test_a_good_edit_yields_the_new_text(kb: KBFiles):
-    checked = check_plan(parse_plan(plan(edit("kb/metrics/cpc.yaml", "denominator: clicks",
-                                              "denominator: clicks  # per click"))), kb)  # fmt: skip
+    checked = check_plan(
+        parse_plan(
+            plan(edit("kb/metrics/cpc.yaml", "denominator: clicks", "denominator: clicks  # per click"))
+        ),
+        kb,
+    )
     assert checked.ok, checked.refusals
     assert "denominator: clicks  # per click" in checked.changes["kb/metrics/cpc.yaml"]
     assert checked.originals["kb/metrics/cpc.yaml"] == (kb.root / "kb/metrics/cpc.yaml").read_text()
@@ -83,16 +93,19 @@ def test_a_search_text_not_in_the_file_is_refused_with_the_search_to_send(kb: KB
     reason = refusals(kb, plan(wrong))
     assert "'denominator: clicks' (line 6)" in reason
     fixed = _sent_action(reason, "send ")
-    assert fixed == {"file": "kb/metrics/cpc.yaml", "edits": [{"search": "denominator: clicks",
-                                                              "replace": "denominator: clicks  # per click"}]}  # fmt: skip
+    assert fixed == {
+        "file": "kb/metrics/cpc.yaml",
+        "edits": [{"search": "denominator: clicks", "replace": "denominator: clicks  # per click"}],
+    }
     assert check_plan(parse_plan(plan(fixed)), kb).ok
 
 
 def test_an_edit_written_the_wrong_way_round_applies_from_the_replace_text(kb: KBFiles):
     """The model copies a diff's - and + lines in order: search is the old line (gone), replace the line the
     file has. Applied the other way round, it is the revert the case needs (and still verified)."""
-    checked = check_plan(parse_plan(plan(edit("kb/metrics/cpc.yaml", "denominator: impressions",
-                                              "denominator: clicks"))), kb)  # fmt: skip
+    checked = check_plan(
+        parse_plan(plan(edit("kb/metrics/cpc.yaml", "denominator: impressions", "denominator: clicks"))), kb
+    )
     assert checked.ok, checked.refusals
     assert "denominator: impressions" in checked.changes["kb/metrics/cpc.yaml"]
     assert "denominator: clicks" not in checked.changes["kb/metrics/cpc.yaml"]
@@ -104,20 +117,26 @@ def test_a_search_text_matches_whole_words_only(kb: KBFiles):
     gmv.write_text(gmv.read_text().replace("table: orders\n", "table: orders_archive\n"))
     reason = refusals(kb, plan(edit("kb/metrics/gmv.yaml", "table: orders_arch", "table: orders")))
     assert "not found" in reason
-    checked = check_plan(parse_plan(plan(edit("kb/metrics/gmv.yaml", "table: orders",
-                                              "table: orders_archive"))), kb)  # fmt: skip
+    checked = check_plan(
+        parse_plan(plan(edit("kb/metrics/gmv.yaml", "table: orders", "table: orders_archive"))), kb
+    )
     assert checked.ok, checked.refusals  # not found as a word, so applied from the replace text back
     assert "table: orders\n" in checked.changes["kb/metrics/gmv.yaml"]
     assert "orders_archive" not in checked.changes["kb/metrics/gmv.yaml"]
 
 
 def test_a_search_text_with_other_whitespace_still_applies_once(kb: KBFiles):
-    flat = edit("kb/metrics/gmv.yaml", "filters: - status = 'completed'",
-                "filters:\n  - status = 'completed'\n  - gmv > 0")
+    flat = edit(
+        "kb/metrics/gmv.yaml",
+        "filters: - status = 'completed'",
+        "filters:\n  - status = 'completed'\n  - gmv > 0",
+    )
     checked = check_plan(parse_plan(plan(flat)), kb)
     assert checked.ok, checked.refusals
     assert "  - status = 'completed'\n  - gmv > 0\n" in checked.changes["kb/metrics/gmv.yaml"]
-    indented = edit("kb/metrics/gmv.yaml", "    - status  =  'completed'\n", "  - status = 'completed'\n  - gmv > 0\n")
+    indented = edit(
+        "kb/metrics/gmv.yaml", "    - status  =  'completed'\n", "  - status = 'completed'\n  - gmv > 0\n"
+    )
     again = check_plan(parse_plan(plan(indented)), kb)
     assert again.ok and again.changes == checked.changes
 
@@ -125,8 +144,12 @@ def test_a_search_text_with_other_whitespace_still_applies_once(kb: KBFiles):
 def test_two_halves_of_one_cross_file_rule_are_tried_together(kb: KBFiles):
     """The ratio `aov` needs `gmv` and `orders` on one source: each edit alone is refused by the KB validator
     (held, never written); the two together are one plan the validator accepts."""
-    gmv = check_plan(parse_plan(plan(edit("kb/metrics/gmv.yaml", "table: orders\n", "table: orders_archive\n"))), kb)
-    orders = check_plan(parse_plan(plan(edit("kb/metrics/orders.yaml", "table: orders\n", "table: orders_archive\n"))), kb)
+    gmv = check_plan(
+        parse_plan(plan(edit("kb/metrics/gmv.yaml", "table: orders\n", "table: orders_archive\n"))), kb
+    )
+    orders = check_plan(
+        parse_plan(plan(edit("kb/metrics/orders.yaml", "table: orders\n", "table: orders_archive\n"))), kb
+    )
     for half in (gmv, orders):
         assert not half.ok and not half.changes and "share a source" in str(half.refusals[0]) and half.held
     both = combine_held(kb, gmv, orders)
@@ -137,12 +160,15 @@ def test_two_halves_of_one_cross_file_rule_are_tried_together(kb: KBFiles):
     assert combine_held(kb, gmv, orders) is None  # the earlier half no longer matches the file
 
 
-@pytest.mark.parametrize("action", [
-    edit("kb/metrics/gmv.yaml", "<exact lines copied from the file>", "x"),
-    edit("kb/metrics/gmv.yaml", "lines copied exactly from the file", "the new lines"),
-    edit("kb/metrics/gmv.yaml", "  - status = 'completed'", "<the new text>"),
-    {"file": "kb/metrics/new.yaml", "content": "<the whole new YAML file>"},
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "action",
+    [
+        edit("kb/metrics/gmv.yaml", "<exact lines copied from the file>", "x"),
+        edit("kb/metrics/gmv.yaml", "lines copied exactly from the file", "the new lines"),
+        edit("kb/metrics/gmv.yaml", "  - status = 'completed'", "<the new text>"),
+        {"file": "kb/metrics/new.yaml", "content": "<the whole new YAML file>"},
+    ],
+)
 def test_placeholders_from_the_examples_are_refused(kb: KBFiles, action: dict):
     assert "placeholder" in refusals(kb, plan(action))
 
@@ -164,8 +190,9 @@ def test_broken_yaml_is_refused(kb: KBFiles):
 def test_kb_validator_errors_are_refused(kb: KBFiles):
     reason = refusals(kb, plan(edit("kb/metrics/cpc.yaml", "denominator: clicks", "denominator: nonsense")))
     assert "KB validator" in reason and "nonsense" in reason
-    unknown = refusals(kb, plan(edit("kb/metrics/cpc.yaml", "denominator: clicks",
-                                     "denominator: clicks\nbogus_key: 1")))  # fmt: skip
+    unknown = refusals(
+        kb, plan(edit("kb/metrics/cpc.yaml", "denominator: clicks", "denominator: clicks\nbogus_key: 1"))
+    )
     assert "bogus_key" in unknown
 
 
@@ -178,15 +205,26 @@ def test_sql_snippet_that_does_not_parse_is_refused(kb: KBFiles):
 
 def test_a_mismatched_kind_is_applied_as_the_files_kind(kb: KBFiles):
     """The trial's model sent `edit_snippet` for a .yaml file ten times: the kind now follows from the file."""
-    yaml_as_snippet = edit("kb/metrics/cpc.yaml", "denominator: clicks", "denominator: clicks  # ok", "edit_snippet")
+    yaml_as_snippet = edit(
+        "kb/metrics/cpc.yaml", "denominator: clicks", "denominator: clicks  # ok", "edit_snippet"
+    )
     checked = check_plan(parse_plan(plan(yaml_as_snippet)), kb)
     assert checked.ok, checked.refusals
     assert "denominator: clicks  # ok" in checked.changes["kb/metrics/cpc.yaml"]
     sql_as_metric = {"type": "create_metric", "file": "kb/snippets/new_one.sql", "content": "SELECT 1 AS x\n"}
-    assert check_plan(parse_plan(plan(sql_as_metric)), kb).changes == {"kb/snippets/new_one.sql": "SELECT 1 AS x\n"}
+    assert check_plan(parse_plan(plan(sql_as_metric)), kb).changes == {
+        "kb/snippets/new_one.sql": "SELECT 1 AS x\n"
+    }
     # ... and validated as that kind: a .yaml file must still be YAML the KB validator accepts
-    reason = refusals(kb, plan({**yaml_as_snippet, "edits": [{"search": "denominator: clicks",
-                                                              "replace": "denominator: [clicks"}]}))  # fmt: skip
+    reason = refusals(
+        kb,
+        plan(
+            {
+                **yaml_as_snippet,
+                "edits": [{"search": "denominator: clicks", "replace": "denominator: [clicks"}],
+            }
+        ),
+    )
     assert "YAML does not parse" in reason
 
 

@@ -10,7 +10,9 @@ from bot.results import CaseResult, Prediction
 
 
 def case(id: str, status: str, *used: str) -> CaseResult:
-    return CaseResult(id=id, status=status, category="query", prediction=Prediction(sql="SELECT 1", used=used))  # type: ignore[arg-type]
+    return CaseResult(
+        id=id, status=status, category="query", prediction=Prediction(sql="SELECT 1", used=used)
+    )  # type: ignore[arg-type]
 
 
 CPC = "kb/metrics/cpc.yaml:1-7"
@@ -19,8 +21,13 @@ TABLES = "kb/tables.yaml:1-40"  # used by nearly every answer, passing or failin
 
 
 def test_cases_are_grouped_by_the_span_failing_answers_share_and_passing_ones_do_not():
-    failing = [case("dau-1", "failed", DAU, TABLES), case("cpc-1", "failed", CPC, TABLES),
-               case("dau-2", "failed", DAU, TABLES), case("odd", "failed"), case("dau-3", "failed", DAU, TABLES)]  # fmt: skip
+    failing = [
+        case("dau-1", "failed", DAU, TABLES),
+        case("cpc-1", "failed", CPC, TABLES),
+        case("dau-2", "failed", DAU, TABLES),
+        case("odd", "failed"),
+        case("dau-3", "failed", DAU, TABLES),
+    ]
     passing = [case(f"ok-{i}", "passed", TABLES) for i in range(10)] + [case("cpc-ok", "passed", CPC)]
     groups = group_failures(failing, passing)
     assert [(g.cause, [c.id for c in g.cases]) for g in groups] == [
@@ -36,12 +43,19 @@ def test_cases_are_grouped_by_the_span_failing_answers_share_and_passing_ones_do
 
 
 def test_from_a_check_the_comparisons_causes_group_first_the_biggest_first():
-    failing = [case("a", "failed", CPC), case("b", "failed", DAU), case("c", "failed", DAU), case("d", "failed", CPC)]
+    failing = [
+        case("a", "failed", CPC),
+        case("b", "failed", DAU),
+        case("c", "failed", DAU),
+        case("d", "failed", CPC),
+    ]
     hunk = Hunk(old_start=6, old_count=1, new_start=6, new_count=1, text="-x\n+y")
-    comparison = Comparison.model_construct(causes=(
-        Cause(file="kb/metrics/cpc.yaml", hunks=(hunk,), cases=("a",)),
-        Cause(file="kb/metrics/dau.yaml", hunks=(hunk,), cases=("b", "c", "gone")),
-    ))  # fmt: skip
+    comparison = Comparison.model_construct(
+        causes=(
+            Cause(file="kb/metrics/cpc.yaml", hunks=(hunk,), cases=("a",)),
+            Cause(file="kb/metrics/dau.yaml", hunks=(hunk,), cases=("b", "c", "gone")),
+        )
+    )
     groups = group_failures(failing, [], comparison=comparison)
     assert [(g.cause, [c.id for c in g.cases]) for g in groups] == [
         ("kb/metrics/dau.yaml line 6", ["b", "c"]),

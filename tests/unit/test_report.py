@@ -199,8 +199,14 @@ def test_comment_names_every_change_and_the_provenance(comparison: Comparison) -
     assert "3/3 → 2/3 (p=0.500)" in text  # the flaky case with its pass counts
     assert "`timeout` → `crash`" in text
     footer = text.split("\n---\n", 1)[1]
-    for needle in ("`1111111111` → head `2222222222`", "`201b91045af8`", "`17a8a45dea00`",
-                   "`python:agent.py:answer`", "repeats 3 → 3", "evaluator `1`"):  # fmt: skip
+    for needle in (
+        "`1111111111` → head `2222222222`",
+        "`201b91045af8`",
+        "`17a8a45dea00`",
+        "`python:agent.py:answer`",
+        "repeats 3 → 3",
+        "evaluator `1`",
+    ):
         assert needle in footer
 
 
@@ -213,9 +219,13 @@ def test_summary_is_fuller_than_the_comment(comparison: Comparison) -> None:
 
 def test_passing_comparison_says_pass(comparison: Comparison) -> None:
     quiet = comparison.model_copy(
-        update={"verdict": "pass", "reasons": (), "cases": comparison.of("still_passing"),
-                "counts": {"still_passing": 2}}
-    )  # fmt: skip
+        update={
+            "verdict": "pass",
+            "reasons": (),
+            "cases": comparison.of("still_passing"),
+            "counts": {"still_passing": 2},
+        }
+    )
     text = render_comment(quiet)
     assert "## sqlcanary: ✅ PASS: no regressions" in text
     assert "<details>" not in text
@@ -340,15 +350,19 @@ def big_comparison(n: int = 2000) -> Comparison:
             structural="filters differ",
             head_sql=hostile_sql,
             base_sql="SELECT 1",
-        )  # fmt: skip
+        )
         for i in range(n)
     )
     base, head = Counts(total=n, passed=n), Counts(total=n, failed=n)
     return Comparison(
-        verdict="regressions", reasons=(f"{n} case(s) regressed",), base=_meta("a" * 40), head=_meta("b" * 40),
+        verdict="regressions",
+        reasons=(f"{n} case(s) regressed",),
+        base=_meta("a" * 40),
+        head=_meta("b" * 40),
         overall=RateDelta(base=base, head=head, base_rate=1.0, head_rate=0.0, delta=-1.0),
-        counts={"regressed": n}, cases=changes,
-    )  # fmt: skip
+        counts={"regressed": n},
+        cases=changes,
+    )
 
 
 def _shown_rows(text: str) -> int:

@@ -14,11 +14,22 @@ TOKEN = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 @pytest.mark.parametrize(
     "name",
     [
-        "GITHUB_TOKEN", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "PGPASSWORD", "DB_PASSWD", "GCP_CREDENTIALS",
-        "SENTRY_DSN", "DATABASE_URL", "HTTP_AUTH", "INPUT_GITHUB-TOKEN", "INPUT_OPENAI-API-KEY",
-        "INPUT_REPAIR-TOKEN", "INPUT_DATABASE-URL", "input_github-token",
+        "GITHUB_TOKEN",
+        "OPENAI_API_KEY",
+        "AWS_SECRET_ACCESS_KEY",
+        "PGPASSWORD",
+        "DB_PASSWD",
+        "GCP_CREDENTIALS",
+        "SENTRY_DSN",
+        "DATABASE_URL",
+        "HTTP_AUTH",
+        "INPUT_GITHUB-TOKEN",
+        "INPUT_OPENAI-API-KEY",
+        "INPUT_REPAIR-TOKEN",
+        "INPUT_DATABASE-URL",
+        "input_github-token",
     ],
-)  # fmt: skip
+)
 def test_secret_looking_names(name: str) -> None:
     assert is_secret_name(name)
     assert secret_values({name: "value-long-enough"}) == ("value-long-enough",)

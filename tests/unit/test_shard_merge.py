@@ -20,8 +20,10 @@ REPO = Path(__file__).resolve().parents[2]
 IDS = [f"case-{i:03d}" for i in range(300)] + ["shop-ads-cpc-by-region-q4", "ünïcode-id", "a b/c:d"]
 
 
-@pytest.mark.parametrize("text,expected", [("1/3", Shard(1, 3)), ("3/3", Shard(3, 3)), (" 2 / 4 ", Shard(2, 4)),
-                                           ("1/1", Shard(1, 1))])  # fmt: skip
+@pytest.mark.parametrize(
+    "text,expected",
+    [("1/3", Shard(1, 3)), ("3/3", Shard(3, 3)), (" 2 / 4 ", Shard(2, 4)), ("1/1", Shard(1, 1))],
+)
 def test_parse_shard(text, expected):
     assert parse_shard(text) == expected
     assert str(parse_shard(text)) == f"{expected.index}/{expected.count}"
@@ -75,15 +77,32 @@ ORDER = list(SOURCES)
 
 
 def case(case_id: str, status: str = "passed") -> CaseResult:
-    return CaseResult(id=case_id, status=status, category="query", tags=("t",), source=SOURCES.get(case_id),
-                      question=f"question of {case_id}")  # fmt: skip
+    return CaseResult(
+        id=case_id,
+        status=status,
+        category="query",
+        tags=("t",),
+        source=SOURCES.get(case_id),
+        question=f"question of {case_id}",
+    )
 
 
 def run(ids: list[str], shard: str | None, **meta) -> RunResult:
     cases = tuple(case(i, "failed" if i == "b-only" else "passed") for i in ids)
-    fields = dict(suite="bench", suite_hash="s1", suite_path="/work/bench", fixtures={"db": "f1"},
-                  agent="python:agent.py:answer", agent_fingerprint="a1", kb_fingerprint="k1", repeats=1,
-                  shard=shard, started_at="2026-01-01T00:00:00+00:00", duration_s=1.0, agent_calls=len(ids))  # fmt: skip
+    fields = dict(
+        suite="bench",
+        suite_hash="s1",
+        suite_path="/work/bench",
+        fixtures={"db": "f1"},
+        agent="python:agent.py:answer",
+        agent_fingerprint="a1",
+        kb_fingerprint="k1",
+        repeats=1,
+        shard=shard,
+        started_at="2026-01-01T00:00:00+00:00",
+        duration_s=1.0,
+        agent_calls=len(ids),
+    )
     return RunResult(meta=RunMeta(**{**fields, **meta}), summary=summarize(cases), cases=cases)
 
 
@@ -116,8 +135,10 @@ def test_merge_order_does_not_depend_on_how_a_run_named_the_suite():
     """Shards that ran from the repository root (relative sources), with absolute paths, or from the suite
     folder itself still sort into one suite order."""
     spellings = [lambda s: s, lambda s: "/work/" + s, lambda s: s.removeprefix("bench/")]
-    mixed = [case(i).model_copy(update={"source": spellings[n % 3](SOURCES[i])})
-             for n, i in enumerate(reversed(ORDER))]  # fmt: skip
+    mixed = [
+        case(i).model_copy(update={"source": spellings[n % 3](SOURCES[i])})
+        for n, i in enumerate(reversed(ORDER))
+    ]
     assert [c.id for c in sorted(mixed, key=lambda c: suite_order(c, "/work/bench"))] == ORDER
 
 

@@ -97,13 +97,36 @@ def test_transaction_control_alone_is_refused() -> None:
 # --- write_statements ------------------------------------------------------------------------------------------
 
 FORBIDDEN = [
-    "COMMIT", "commit", "END", "ABORT", "ROLLBACK", "ROLLBACK TO SAVEPOINT a", "BEGIN", "begin transaction",
-    "START TRANSACTION", "SAVEPOINT a", "RELEASE SAVEPOINT a", "PREPARE TRANSACTION 'x'", "prepare transaction 'x'",
-    "COMMIT PREPARED 'x'", "SET statement_timeout = 0", "SET statement_timeout TO 0", "set local STATEMENT_TIMEOUT to 0",
-    "SET SESSION statement_timeout = 0", "SET\nstatement_timeout\n=\n0", "RESET statement_timeout", "RESET ALL",
-    "reset all", "SET lock_timeout = 0", "SET transaction_timeout = 0", "SET default_transaction_read_only = off",
-    "SET ROLE postgres", "RESET ROLE", "SET SESSION AUTHORIZATION postgres", "RESET SESSION AUTHORIZATION",
-]  # fmt: skip
+    "COMMIT",
+    "commit",
+    "END",
+    "ABORT",
+    "ROLLBACK",
+    "ROLLBACK TO SAVEPOINT a",
+    "BEGIN",
+    "begin transaction",
+    "START TRANSACTION",
+    "SAVEPOINT a",
+    "RELEASE SAVEPOINT a",
+    "PREPARE TRANSACTION 'x'",
+    "prepare transaction 'x'",
+    "COMMIT PREPARED 'x'",
+    "SET statement_timeout = 0",
+    "SET statement_timeout TO 0",
+    "set local STATEMENT_TIMEOUT to 0",
+    "SET SESSION statement_timeout = 0",
+    "SET\nstatement_timeout\n=\n0",
+    "RESET statement_timeout",
+    "RESET ALL",
+    "reset all",
+    "SET lock_timeout = 0",
+    "SET transaction_timeout = 0",
+    "SET default_transaction_read_only = off",
+    "SET ROLE postgres",
+    "RESET ROLE",
+    "SET SESSION AUTHORIZATION postgres",
+    "RESET SESSION AUTHORIZATION",
+]
 
 
 @pytest.mark.parametrize("sql", FORBIDDEN)
@@ -120,11 +143,14 @@ def test_a_forbidden_statement_anywhere_refuses_the_whole_prediction() -> None:
 
 # `SET name=value` without spaces, a quoted name and a comment before the name all reach PostgreSQL as the same
 # SET; _check_statement splits the text on whitespace and so lets them through.
-SPELLED_OTHERWISE = ["SET statement_timeout=0", 'SET "statement_timeout" = 0', "SET /* x */ statement_timeout = 0",
-                     "SET LOCAL idle_in_transaction_session_timeout=0"]  # fmt: skip
+SPELLED_OTHERWISE = [
+    "SET statement_timeout=0",
+    'SET "statement_timeout" = 0',
+    "SET /* x */ statement_timeout = 0",
+    "SET LOCAL idle_in_transaction_session_timeout=0",
+]
 
 
-# fmt: skip
 @pytest.mark.parametrize("sql", SPELLED_OTHERWISE)
 def test_guarded_settings_are_refused_however_they_are_spelled(sql: str) -> None:
     with pytest.raises(UnsafeSQL):
@@ -132,12 +158,23 @@ def test_guarded_settings_are_refused_however_they_are_spelled(sql: str) -> None
 
 
 ALLOWED = [
-    "INSERT INTO t VALUES (1)", "UPDATE t SET a = 1 WHERE b = 'COMMIT'", "DELETE FROM t", "CREATE TABLE x (a int)",
-    "ALTER TABLE t ADD COLUMN b int", "DROP TABLE t", "CREATE INDEX ON t (a)", "TRUNCATE t",
-    "SET search_path = public", "SET search_path=public", "SET LOCAL search_path TO x", "SET TIME ZONE 'UTC'",
-    "PREPARE q AS SELECT 1", "UPDATE t SET statement_timeout = 1", "SELECT 1",
+    "INSERT INTO t VALUES (1)",
+    "UPDATE t SET a = 1 WHERE b = 'COMMIT'",
+    "DELETE FROM t",
+    "CREATE TABLE x (a int)",
+    "ALTER TABLE t ADD COLUMN b int",
+    "DROP TABLE t",
+    "CREATE INDEX ON t (a)",
+    "TRUNCATE t",
+    "SET search_path = public",
+    "SET search_path=public",
+    "SET LOCAL search_path TO x",
+    "SET TIME ZONE 'UTC'",
+    "PREPARE q AS SELECT 1",
+    "UPDATE t SET statement_timeout = 1",
+    "SELECT 1",
     "CREATE FUNCTION f() RETURNS void AS $$ BEGIN COMMIT; END $$ LANGUAGE plpgsql",
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("sql", ALLOWED)

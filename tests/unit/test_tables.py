@@ -174,7 +174,6 @@ def test_tolerance_pairs_rows_by_their_exact_columns() -> None:
     assert compare(gold, swapped, rel_tol=1e-6).match is False
 
 
-# fmt: skip
 def test_tolerance_with_two_approximate_columns_finds_the_right_pairing() -> None:
     gold = rs("x, y", (FLOAT8, FLOAT8), [(0.1 + 0.2, 2.0), (0.3, 1.0)])
     pred = rs("x, y", (FLOAT8, FLOAT8), [(0.3, 2.0), (0.1 + 0.2, 1.0)])
@@ -282,7 +281,6 @@ def test_one_side_truncated_under_set_semantics_is_undecidable() -> None:
     assert (v.match, v.kind) == (None, "undecidable")
 
 
-# fmt: skip
 def test_undecidable_message_names_the_truncated_side() -> None:
     v = compare(one(INT4, 1, 2), one(INT4, 1, 2, truncated=True), rows="set")
     assert "both" not in v.message and "prediction" in v.message
@@ -441,7 +439,6 @@ def test_order_info_reads_limit_offset_and_distinct() -> None:
     assert order_info("SELECT name FROM people ORDER BY name LIMIT ALL").limit is None
 
 
-# fmt: skip
 def test_order_info_reads_fetch_first() -> None:
     assert order_info("SELECT name FROM people ORDER BY age FETCH FIRST 3 ROWS ONLY").limit == 3
 
@@ -450,11 +447,17 @@ def test_order_info_reads_fetch_first() -> None:
     ("sql", "expected"),
     [
         ("SELECT name FROM people ORDER BY age LIMIT 3", "SELECT name FROM people ORDER BY age LIMIT 4"),
-        ("SELECT name FROM people ORDER BY age LIMIT 3 OFFSET 2", "SELECT name FROM people ORDER BY age LIMIT 4 OFFSET 2"),
-        ("SELECT a FROM x UNION SELECT a FROM y ORDER BY a LIMIT 1", "SELECT a FROM x UNION SELECT a FROM y ORDER BY a LIMIT 4"),
+        (
+            "SELECT name FROM people ORDER BY age LIMIT 3 OFFSET 2",
+            "SELECT name FROM people ORDER BY age LIMIT 4 OFFSET 2",
+        ),
+        (
+            "SELECT a FROM x UNION SELECT a FROM y ORDER BY a LIMIT 1",
+            "SELECT a FROM x UNION SELECT a FROM y ORDER BY a LIMIT 4",
+        ),
         ("SELECT name FROM people", "SELECT name FROM people LIMIT 4"),
     ],
-)  # fmt: skip
+)
 def test_with_limit(sql: str, expected: str) -> None:
     assert with_limit(sql, 4) == expected
 
@@ -462,18 +465,24 @@ def test_with_limit(sql: str, expected: str) -> None:
 @pytest.mark.parametrize(
     ("sql", "expected"),
     [
-        ("SELECT name, age / 10 AS age FROM people ORDER BY people.age",
-         "SELECT name, age / 10 AS age, people.age AS __sqlcanary_k0 FROM people ORDER BY people.age"),
+        (
+            "SELECT name, age / 10 AS age FROM people ORDER BY people.age",
+            "SELECT name, age / 10 AS age, people.age AS __sqlcanary_k0 FROM people ORDER BY people.age",
+        ),
         # an ordinal or an output name means that output's expression, not the input column of the same name
-        ("SELECT name, -age AS age FROM people ORDER BY age, people.id",
-         "SELECT name, -age AS age, -age AS __sqlcanary_k0, people.id AS __sqlcanary_k1 FROM people ORDER BY age, "
-         "people.id"),
-        ("SELECT name, -age AS a FROM people ORDER BY 2 DESC, id",
-         "SELECT name, -age AS a, -age AS __sqlcanary_k0, id AS __sqlcanary_k1 FROM people ORDER BY 2 DESC, id"),
+        (
+            "SELECT name, -age AS age FROM people ORDER BY age, people.id",
+            "SELECT name, -age AS age, -age AS __sqlcanary_k0, people.id AS __sqlcanary_k1 FROM people ORDER BY age, "
+            "people.id",
+        ),
+        (
+            "SELECT name, -age AS a FROM people ORDER BY 2 DESC, id",
+            "SELECT name, -age AS a, -age AS __sqlcanary_k0, id AS __sqlcanary_k1 FROM people ORDER BY 2 DESC, id",
+        ),
         ("SELECT * FROM people ORDER BY 2, id", None),  # which column is 2 is not known without the schema
         ("SELECT DISTINCT name FROM people ORDER BY name", None),
     ],
-)  # fmt: skip
+)
 def test_with_order_keys_adds_the_values_the_keys_sort_on(sql: str, expected: str | None) -> None:
     assert with_order_keys(sql) == expected
 
@@ -488,8 +497,12 @@ def test_with_limit_gives_up_on_what_it_cannot_rewrite(sql: str) -> None:
 
 def test_resolve_options_defaults() -> None:
     assert resolve_options() == DEFAULTS
-    assert (DEFAULTS.preset, DEFAULTS.rows, DEFAULTS.columns, DEFAULTS.order) == ("sqlcanary", "multiset", "permute",
-                                                                                   "auto")  # fmt: skip
+    assert (DEFAULTS.preset, DEFAULTS.rows, DEFAULTS.columns, DEFAULTS.order) == (
+        "sqlcanary",
+        "multiset",
+        "permute",
+        "auto",
+    )
 
 
 def test_resolve_options_later_layers_win_field_by_field() -> None:
@@ -523,8 +536,9 @@ def test_wants_order_follows_the_gold_and_the_order_option() -> None:
 def test_judge_results_applies_the_resolved_options() -> None:
     gold, pred = one(INT4, 1, 1, 2), one(INT4, 1, 2)
     assert judge_results(gold, pred, options=DEFAULTS, gold_sql="SELECT 1").match is False
-    v = judge_results(gold, pred, options=resolve_options(CompareOptions(rows="set")), gold_sql="SELECT 1",
-                      alternative=2)  # fmt: skip
+    v = judge_results(
+        gold, pred, options=resolve_options(CompareOptions(rows="set")), gold_sql="SELECT 1", alternative=2
+    )
     assert (v.scorer, v.match, v.details["alternative"]) == ("execution", True, 2)
 
 
@@ -545,31 +559,99 @@ T10, T12 = dt.datetime(2024, 3, 1, 10, 0), dt.datetime(2024, 3, 1, 12, 0)
 # (name, gold, pred, gold_sql, {preset: 1 | 0 | error}, sqlcanary default verdict with an order check if ordered)
 VERDICT_ROWS = [
     ("identical", AB, AB, "SELECT id, name FROM t", "1 1 1 1 1 1", True),
-    ("row order differs, gold has no ORDER BY", AB, rs("id, name", (INT4, TEXT), [(2, "b"), (1, "a")]),
-     "SELECT id, name FROM t", "1 1 1 1 1 1", True),
-    ("row order differs, gold has ORDER BY", AB, rs("id, name", (INT4, TEXT), [(2, "b"), (1, "a")]),
-     "SELECT id, name FROM t ORDER BY id", "1 1 0 1 1 0", False),
+    (
+        "row order differs, gold has no ORDER BY",
+        AB,
+        rs("id, name", (INT4, TEXT), [(2, "b"), (1, "a")]),
+        "SELECT id, name FROM t",
+        "1 1 1 1 1 1",
+        True,
+    ),
+    (
+        "row order differs, gold has ORDER BY",
+        AB,
+        rs("id, name", (INT4, TEXT), [(2, "b"), (1, "a")]),
+        "SELECT id, name FROM t ORDER BY id",
+        "1 1 0 1 1 0",
+        False,
+    ),
     ("a duplicate row dropped", one(INT4, 1, 1, 2), one(INT4, 1, 2), "SELECT v FROM t", "1 1 0 1 1 0", False),
-    ("columns swapped", AB, rs("name, id", (TEXT, INT4), [("a", 1), ("b", 2)]), "SELECT id, name FROM t",
-     "0 0 1 1 1 1", True),
-    ("an extra column in the prediction", AB, rs("id, name, x", (INT4, TEXT, INT4), [(1, "a", 9), (2, "b", 9)]),
-     "SELECT id, name FROM t", "0 0 0 0 1 1", False),
-    ("float 0.1+0.2 vs 0.3", one(FLOAT8, 0.1 + 0.2), one(FLOAT8, 0.3), "SELECT v FROM t", "0 0 0 0 1 1", True),
-    ("Decimal('0.3') vs float 0.1+0.2", one(NUMERIC, Decimal("0.3")), one(FLOAT8, 0.1 + 0.2), "SELECT v FROM t",
-     "0 0 0 0 0 0", True),
-    ("Decimal 1/3 vs ROUND(1/3, 2)", one(NUMERIC, Decimal("0.33333333333333333333")), one(NUMERIC, Decimal("0.33")),
-     "SELECT v FROM t", "0 0 0 0 0 0", False),
+    (
+        "columns swapped",
+        AB,
+        rs("name, id", (TEXT, INT4), [("a", 1), ("b", 2)]),
+        "SELECT id, name FROM t",
+        "0 0 1 1 1 1",
+        True,
+    ),
+    (
+        "an extra column in the prediction",
+        AB,
+        rs("id, name, x", (INT4, TEXT, INT4), [(1, "a", 9), (2, "b", 9)]),
+        "SELECT id, name FROM t",
+        "0 0 0 0 1 1",
+        False,
+    ),
+    (
+        "float 0.1+0.2 vs 0.3",
+        one(FLOAT8, 0.1 + 0.2),
+        one(FLOAT8, 0.3),
+        "SELECT v FROM t",
+        "0 0 0 0 1 1",
+        True,
+    ),
+    (
+        "Decimal('0.3') vs float 0.1+0.2",
+        one(NUMERIC, Decimal("0.3")),
+        one(FLOAT8, 0.1 + 0.2),
+        "SELECT v FROM t",
+        "0 0 0 0 0 0",
+        True,
+    ),
+    (
+        "Decimal 1/3 vs ROUND(1/3, 2)",
+        one(NUMERIC, Decimal("0.33333333333333333333")),
+        one(NUMERIC, Decimal("0.33")),
+        "SELECT v FROM t",
+        "0 0 0 0 0 0",
+        False,
+    ),
     ("int 1 vs bool True", one(INT4, 1), one(BOOL, True), "SELECT v FROM t", "1 1 1 1 1 1", False),
     ("both empty", one(INT4), one(INT4), "SELECT v FROM t WHERE false", "1 0 1 1 1 1", True),
     ("NULL vs NULL", one(TEXT, None), one(TEXT, None), "SELECT v FROM t", "1 1 1 1 1 1", True),
-    ("ties under ORDER BY in another order", RANKED, rs("k, v", (INT4, TEXT), [(1, "a"), (2, "c"), (2, "b"), (3, "d")]),
-     "SELECT k, v FROM ties ORDER BY k", "1 1 0 1 1 0", True),
-    ("timestamps on the same day, different times", one(TIMESTAMP, T10), one(TIMESTAMP, T12), "SELECT v FROM t",
-     "0 1 0 0 0 0", False),
-    ("an array column", one(INT4_ARRAY, [1, 2]), one(INT4_ARRAY, [1, 2]), "SELECT v FROM t", "E E E 1 E E", True),
-    ("rows re-paired", AB, rs("id, name", (INT4, TEXT), [(1, "b"), (2, "a")]), "SELECT id, name FROM t",
-     "0 0 0 0 0 1", False),
-]  # fmt: skip
+    (
+        "ties under ORDER BY in another order",
+        RANKED,
+        rs("k, v", (INT4, TEXT), [(1, "a"), (2, "c"), (2, "b"), (3, "d")]),
+        "SELECT k, v FROM ties ORDER BY k",
+        "1 1 0 1 1 0",
+        True,
+    ),
+    (
+        "timestamps on the same day, different times",
+        one(TIMESTAMP, T10),
+        one(TIMESTAMP, T12),
+        "SELECT v FROM t",
+        "0 1 0 0 0 0",
+        False,
+    ),
+    (
+        "an array column",
+        one(INT4_ARRAY, [1, 2]),
+        one(INT4_ARRAY, [1, 2]),
+        "SELECT v FROM t",
+        "E E E 1 E E",
+        True,
+    ),
+    (
+        "rows re-paired",
+        AB,
+        rs("id, name", (INT4, TEXT), [(1, "b"), (2, "a")]),
+        "SELECT id, name FROM t",
+        "0 0 0 0 0 1",
+        False,
+    ),
+]
 
 
 def _cells(spec: str) -> dict[str, str]:
@@ -597,8 +679,10 @@ def test_legacy_preset_reproduces_the_verdicts_table(gold, pred, gold_sql, prese
         assert fn(gold, pred, gold_sql=gold_sql, question="") is (cell == "1")
 
 
-@pytest.mark.parametrize(("gold", "pred", "gold_sql", "expected"),
-                         [pytest.param(g, p, s, want, id=name) for name, g, p, s, _, want in VERDICT_ROWS])  # fmt: skip
+@pytest.mark.parametrize(
+    ("gold", "pred", "gold_sql", "expected"),
+    [pytest.param(g, p, s, want, id=name) for name, g, p, s, _, want in VERDICT_ROWS],
+)
 def test_sqlcanary_rules_on_the_verdicts_table(gold, pred, gold_sql, expected) -> None:
     info = order_info(gold_sql)
     check = OrderCheck(key_positions=key_positions(gold_sql, info, gold.columns)) if info.ordered else None
@@ -655,8 +739,9 @@ def test_defog_exact_sorts_each_side_by_the_columns_its_order_by_names() -> None
     assert DEFOG_EXACT(
         AB, BA, gold_sql=plain + " ORDER BY id", pred_sql=plain + " ORDER BY id DESC", question=q
     )
-    assert not DEFOG_EXACT(AB, BA, gold_sql=plain + " ORDER BY id ASC", pred_sql=plain + " ORDER BY id DESC",
-                           question=q)  # fmt: skip
+    assert not DEFOG_EXACT(
+        AB, BA, gold_sql=plain + " ORDER BY id ASC", pred_sql=plain + " ORDER BY id DESC", question=q
+    )
     assert DEFOG_EXACT(AB, BA, gold_sql=plain + " ORDER BY name", pred_sql=plain, question=q)  # (2,b), (1,a)
     assert not DEFOG_EXACT(AB, BA, gold_sql=plain + " ORDER BY name ASC", pred_sql=plain, question=q)
     assert not DEFOG_EXACT(AB, BA, gold_sql=plain + " ORDER BY id", pred_sql=plain, question=q)  # (name, id)

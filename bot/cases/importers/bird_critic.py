@@ -131,8 +131,10 @@ def _instance(obj: dict[str, Any], *, path: str, line: int) -> Instance:
     if category is not None and str(category).lower() not in CATEGORIES:
         raise CaseFileError(
             f"unknown category {category!r} (known: {', '.join(c.title() for c in CATEGORIES)})",
-            path=path, line=line, case_id=case_id,
-        )  # fmt: skip
+            path=path,
+            line=line,
+            case_id=case_id,
+        )
 
     def sql_list(key: str) -> tuple[str, ...]:
         return _sql_list(obj.get(key), what=key, path=path, line=line, case_id=case_id)
@@ -238,8 +240,10 @@ def _require_dump(db_dir: Path, inst: Instance, *, jsonl: Path) -> tuple[Path, .
         raise CaseFileError(
             f"no dump for db_id {inst.db!r} in {db_dir} (looked for {inst.db}.sql, {inst.db}/{inst.db}.sql, "
             f"{inst.db}/*.sql)",
-            path=str(jsonl), line=inst.line, case_id=inst.id,
-        )  # fmt: skip
+            path=str(jsonl),
+            line=inst.line,
+            case_id=inst.id,
+        )
     return files
 
 

@@ -152,9 +152,11 @@ def _dump_for(src: Path, row: DefogRow) -> Path:
     dump = src / "db" / f"{row.db}.sql"
     if not dump.is_file():
         raise CaseFileError(
-            f"no dump for database {row.db!r} (expected {dump})", path=str(row.path), line=row.line,
+            f"no dump for database {row.db!r} (expected {dump})",
+            path=str(row.path),
+            line=row.line,
             case_id=row.case_id,
-        )  # fmt: skip
+        )
     return dump
 
 
