@@ -8,8 +8,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from bot.errors import EXIT_BAD_INPUT, EXIT_OK, error_boundary
-from bot.settings import Settings
+from bot.base.errors import EXIT_BAD_INPUT, EXIT_OK, error_boundary
+from bot.base.settings import Settings
 
 # (command, module under bot/commands, help): each module has add_arguments(parser) and
 # main(args, settings) -> int.
@@ -46,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse: usage errors are bad input
         return EXIT_OK if exc.code in (0, None) else EXIT_BAD_INPUT
     if args.version:
-        from bot.runner import sqlcanary_version
+        from bot.run.runner import sqlcanary_version
 
         print(f"sqlcanary {sqlcanary_version()}")
         return EXIT_OK

@@ -69,8 +69,8 @@ def shared() -> Path:
 @pytest.fixture(scope="session")
 def pg_server():
     """A superuser connection to a real PostgreSQL; fails loudly when none can be started."""
+    from bot.base.settings import Settings
     from bot.db.provision import provision
-    from bot.settings import Settings
 
     mode = "docker" if os.environ.get("SQLCANARY_TEST_POSTGRES") == "docker" else "auto"
     settings = Settings.from_environ(os.environ)  # the server the CLI runs the tests start would use

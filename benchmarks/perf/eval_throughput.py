@@ -29,16 +29,16 @@ import psycopg2
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from bot.base.settings import Settings  # noqa: E402
 from bot.cases.importers import import_defog  # noqa: E402
 from bot.cases.loader import load_suite  # noqa: E402
 from bot.cases.model import Case  # noqa: E402
 from bot.db.provision import provision  # noqa: E402
 from bot.db.session import Session  # noqa: E402
 from bot.db.templates import clone_database, drop_database, working_databases  # noqa: E402
-from bot.evaluate import evaluate_case  # noqa: E402
+from bot.run.evaluate import evaluate_case  # noqa: E402
 from bot.scoring.execution import resolve_options  # noqa: E402
 from bot.scoring.tables import TableOptions, compare_tables  # noqa: E402
-from bot.settings import Settings  # noqa: E402
 
 
 def floor(cases: list[Case], dsns: dict[str, str]) -> float:

@@ -9,7 +9,7 @@ from pathlib import Path
 from bot.agents.base import AgentAdapter, AgentContext, Answer
 from bot.agents.process import CommandAgent, PersistentCommandAgent, PythonAgent
 from bot.agents.simple import GoldAgent, PredictionsAgent
-from bot.errors import AgentError
+from bot.base.errors import AgentError
 
 __all__ = ["AgentAdapter", "AgentContext", "Answer", "make_agent", "ADAPTERS"]
 

@@ -8,9 +8,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from bot.base.secrets import scrub, scrub_optional
+from bot.base.settings import Settings
 from bot.cases.model import Case
-from bot.secrets import scrub, scrub_optional
-from bot.settings import Settings
 
 if TYPE_CHECKING:
     from bot.agents.sandbox import Sandbox

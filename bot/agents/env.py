@@ -20,8 +20,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 
-from bot.errors import ConfigError
-from bot.secrets import is_secret_name
+from bot.base.errors import ConfigError
+from bot.base.secrets import is_secret_name
 
 BASE_NAMES = frozenset(
     {

@@ -26,12 +26,12 @@ from typing import Any
 
 from bot.agents.base import AgentContext, Answer, current_attempt, scrub_answer
 from bot.agents.llmkb import KbFile, fit, kb_chars, read_kb_files
+from bot.base.errors import AgentError, SqlcanaryError
+from bot.base.results import LLMUsage
 from bot.cases.model import Case
-from bot.config import CONFIG_NAMES, Config, load_config
-from bot.errors import AgentError, SqlcanaryError
+from bot.config.model import CONFIG_NAMES, Config, load_config
 from bot.llm import BudgetExhausted, LLMBadOutput, LLMContextTooLong, LLMError, LLMSettings
 from bot.llm.usage import usage_record
-from bot.results import LLMUsage
 
 ANSWER_SCHEMA = {
     "type": "object",
@@ -118,7 +118,7 @@ class LLMAgent:
     def messages(self, case: Case, kb_files: Sequence[KbFile] | None = None) -> list[dict[str, str]]:
         """The system prompt is the same for every case and the case comes last (question, category, what to
         write): the longest possible prefix is shared, which a local server reads once."""
-        from bot.templating import environment
+        from bot.base.templating import environment
 
         env = environment()
         system = env.get_template("prompts/agent_system.md.j2").render()

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.config import Config
+from bot.config.model import Config
 
 MAX_KB_CHARS = 200_000  # all KB files together; the rest is left out (and not listed in `used`)
 _WORD = re.compile(r"[a-z0-9]+")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from bot.errors import AgentError
+from bot.base.errors import AgentError
 
 if TYPE_CHECKING:
     from bot.agents.sandbox import Sandbox

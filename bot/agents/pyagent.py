@@ -13,8 +13,8 @@ from typing import Any
 from bot.agents.base import AgentContext, Answer, answer_from_reply, request_for, scrub_answer
 from bot.agents.pipes import STDERR_KEEP
 from bot.agents.pyhost import LoadError, load_target
+from bot.base.errors import AgentError
 from bot.cases.model import Case
-from bot.errors import AgentError
 
 
 def load_callable(target: str, base_dir: str) -> Callable[..., Any]:

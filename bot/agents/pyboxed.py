@@ -22,8 +22,8 @@ from typing import Any
 from bot.agents import pyhost
 from bot.agents.base import AgentContext, Answer, answer_from_reply, request_for, scrub_answer
 from bot.agents.pipes import GRACE_S, POLL_S, STDOUT_CAP, LineProcess, exit_words, size_words, text_tail
+from bot.base.errors import AgentError
 from bot.cases.model import Case
-from bot.errors import AgentError
 
 HOST_FILE = Path(pyhost.__file__).resolve()
 

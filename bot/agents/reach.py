@@ -11,7 +11,7 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-from bot.errors import AgentError
+from bot.base.errors import AgentError
 
 
 def check_reachable(path: Path, *, who: str, what: str, read: bool = True, execute: bool = False) -> None:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.agents import reach
-from bot.errors import AgentError
+from bot.base.errors import AgentError
 
 UID_FIRST, UID_LAST = 61000, 64999  # inside the 65536 ids a container's user namespace usually maps
 NOT_ROOT = "off: not running as root"

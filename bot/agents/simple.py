@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 from bot.agents.base import Answer
+from bot.base.errors import AgentError
+from bot.base.results import read_run
 from bot.cases.model import Case
-from bot.errors import AgentError
-from bot.results import read_run
 
 
 class GoldAgent:

@@ -15,6 +15,9 @@ import sqlglot
 from pydantic import ValidationError
 from sqlglot.errors import ParseError, TokenError
 
+from bot.base.errors import CaseFileError
+from bot.base.git import repo_root
+from bot.base.yamlread import LineDict, LineList, load_yaml_file
 from bot.cases.choices import expand_column_choices
 from bot.cases.model import (
     READ_ONLY_CATEGORIES,
@@ -26,9 +29,6 @@ from bot.cases.model import (
     Suite,
     SuiteSettings,
 )
-from bot.errors import CaseFileError
-from bot.gitrepo import repo_root
-from bot.yamlread import LineDict, LineList, load_yaml_file
 
 SUITE_FILE_NAMES = ("suite.yml", "suite.yaml")
 CASE_KEYS = {

@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from bot.presetnames import check_preset
-from bot.results import FrozenModel
+from bot.base.results import FrozenModel
+from bot.config.presets import check_preset
 
 Category = Literal["query", "personalization", "management", "efficiency"]
 CATEGORIES: tuple[str, ...] = ("query", "personalization", "management", "efficiency")

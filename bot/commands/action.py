@@ -24,19 +24,19 @@ from types import MappingProxyType
 from typing import Any, TextIO
 
 from bot.agents.sandbox import make_undumpable
+from bot.base.errors import EXIT_BUG, EXIT_OK, ConfigError, SqlcanaryError
+from bot.base.results import read_run
+from bot.base.secrets import secret_forms
+from bot.base.settings import Settings
 from bot.commands.action_publish import Publisher, outputs_of_check, outputs_of_run, write_untrusted_payload
 from bot.commands.check import CheckResult, run_baseline, run_check
 from bot.commands.request import CheckRequest, RunRequest
 from bot.commands.run import run_command
-from bot.errors import EXIT_BUG, EXIT_OK, ConfigError, SqlcanaryError
 from bot.github.event import EventContext, load_event
 from bot.github.gitfetch import ensure_commit, verify_checkout
 from bot.github.inputs import ActionInputs, Mode, RunnerContext, read_inputs
 from bot.github.runnerfiles import lock_runner_files
 from bot.github.workflow import StepLog, add_mask, error, notice
-from bot.results import read_run
-from bot.secrets import secret_forms
-from bot.settings import Settings
 
 RESULTS_DIR = "sqlcanary-results"
 _DEFAULT_MODE: dict[str, Mode] = {"pull_request": "check", "push": "baseline", "workflow_dispatch": "sweep"}

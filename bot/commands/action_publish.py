@@ -11,19 +11,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bot.base.git import repo_root
+from bot.base.results import RunResult, write_json_atomic
+from bot.base.secrets import scrub
+from bot.base.settings import Settings
 from bot.commands.check import CheckResult
-from bot.compare import Comparison
-from bot.gate import check_conclusion
+from bot.compare.comparison import Comparison
+from bot.compare.gate import check_conclusion
 from bot.github.checks import Annotation, publish_check_run
 from bot.github.client import get_repository, resolve_login
 from bot.github.comment import upsert_sticky_comment
 from bot.github.workflow import StepLog, append_summary, notice, warning, write_outputs
-from bot.gitrepo import repo_root
 from bot.report.marker import comment_marker, marker_key
 from bot.report.render import render
-from bot.results import RunResult, write_json_atomic
-from bot.secrets import scrub
-from bot.settings import Settings
 
 if TYPE_CHECKING:
     from bot.commands.action import ActionContext
@@ -106,7 +106,7 @@ def _span(text: str) -> tuple[str, int, int] | None:
 
 
 def _cause_notes(comparison: Comparison, files: set[str]) -> list[Annotation]:
-    """A warning on the changed KB lines each cause names (bot.causes): where the reviewer reads the diff."""
+    """A warning on the changed KB lines each cause names (bot.compare.causes): where the reviewer reads the diff."""
     notes = []
     for cause in comparison.causes:
         if cause.file not in files:

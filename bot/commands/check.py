@@ -20,8 +20,10 @@ from pathlib import Path
 from types import MappingProxyType
 
 from bot.agents.sandbox import make_undumpable
-from bot.cache import RunCache, run_cache_key
-from bot.causes import FileDiff, explain_comparison
+from bot.base.errors import EXIT_BUG, ConfigError, SqlcanaryError
+from bot.base.git import committed_under, default_base_ref, git_sha, resolve_commit, toplevel, worktree
+from bot.base.results import EVALUATOR_VERSION, RunResult, write_json_atomic, write_run
+from bot.base.settings import ENV_CACHE_DIR, Settings
 from bot.commands.compare import add_gate_arguments, render_summary
 from bot.commands.request import CheckRequest, RunRequest
 from bot.commands.run import add_run_arguments, choose_agent, fingerprints, suite_and_cases
@@ -35,17 +37,15 @@ from bot.commands.trees import (
     suite_roots,
     tree_request,
 )
-from bot.compare import NO_BASELINE, Comparison, compare_head_only, compare_runs
-from bot.config import database_url
+from bot.compare.causes import FileDiff, explain_comparison
+from bot.compare.comparison import NO_BASELINE, Comparison, compare_head_only, compare_runs
+from bot.compare.gate import GATE_FIELDS, exit_code, resolve_gate
+from bot.config.model import database_url
 from bot.db.provision import Server, provision
 from bot.db.templates import fixture_fingerprint
-from bot.errors import EXIT_BUG, ConfigError, SqlcanaryError
-from bot.gate import GATE_FIELDS, exit_code, resolve_gate
-from bot.gitrepo import committed_under, default_base_ref, git_sha, resolve_commit, toplevel, worktree
 from bot.report.redact import redact_model
-from bot.results import EVALUATOR_VERSION, RunResult, write_json_atomic, write_run
-from bot.runner import sqlcanary_version
-from bot.settings import ENV_CACHE_DIR, Settings
+from bot.run.cache import RunCache, run_cache_key
+from bot.run.runner import sqlcanary_version
 
 DEFAULT_OUT_DIR = "sqlcanary-results"
 Say = Callable[[str], None]
@@ -280,7 +280,7 @@ def run_check(req: CheckRequest, settings: Settings, *, say: Say = lambda _: Non
         diff = pr_diff(repo, base_sha, None if head.working else head.sha) if base_run is not None else ()
         roots = suite_roots(req.run, head, repo)
         gold = _gold(req, head, repo)
-        # The head's config is the base's (bot.trusted_config), so its gate is the base's: a change must not
+        # The head's config is the base's (bot.config.trusted), so its gate is the base's: a change must not
         # loosen the rules it is judged by. Without a base config, the head's own gate alone decides.
         gate = resolve_gate(head.config.gate, req.gate)
         if base_run is None or base is None:

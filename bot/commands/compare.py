@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import argparse
 
-from bot.compare import TRANSITIONS, CaseChange, Comparison, GateSettings, compare_runs
-from bot.gate import GATE_FIELDS, exit_code, resolve_gate
-from bot.results import read_run, write_json_atomic
-from bot.settings import Settings
+from bot.base.results import read_run, write_json_atomic
+from bot.base.settings import Settings
+from bot.compare.comparison import TRANSITIONS, CaseChange, Comparison, GateSettings, compare_runs
+from bot.compare.gate import GATE_FIELDS, exit_code, resolve_gate
 
 _LISTED = 20  # regressed / fixed / flaky ids printed before "... and N more"
 _REASON = 160  # characters of a case's reason in the text summary (the JSON keeps all of it)

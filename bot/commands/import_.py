@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bot.errors import EXIT_OK, ConfigError
-from bot.settings import Settings
+from bot.base.errors import EXIT_OK, ConfigError
+from bot.base.settings import Settings
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

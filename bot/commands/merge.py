@@ -9,10 +9,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from bot.errors import EXIT_OK, ConfigError, ResultFileError
+from bot.base.errors import EXIT_OK, ConfigError, ResultFileError
+from bot.base.results import CaseResult, RunMeta, RunResult, read_run, summarize, write_run
+from bot.base.settings import Settings
 from bot.report.console import summary_table
-from bot.results import CaseResult, RunMeta, RunResult, read_run, summarize, write_run
-from bot.settings import Settings
 
 # Fields every shard must share: runs that differ in one of them do not add up to one run.
 SAME_FIELDS = (

@@ -8,12 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bot.base.errors import EXIT_BAD_INPUT, EXIT_OK, ConfigError
+from bot.base.results import RunResult, count, read_run, write_json_atomic
+from bot.base.secrets import scrub
+from bot.base.settings import Settings
 from bot.cases.loader import load_suite
-from bot.config import Config, database_url, find_config
-from bot.errors import EXIT_BAD_INPUT, EXIT_OK, ConfigError
-from bot.results import RunResult, count, read_run, write_json_atomic
-from bot.secrets import scrub
-from bot.settings import Settings
+from bot.config.model import Config, database_url, find_config
 
 DEFAULT_OUT = "sqlcanary-results/repair"
 
@@ -68,7 +68,7 @@ def _from_check(args: argparse.Namespace) -> None:
 
 def _check_comparison(args: argparse.Namespace, run):
     """The check's comparison.json (`--from-check`), when it compared this very run; else None."""
-    from bot.compare import Comparison
+    from bot.compare.comparison import Comparison
 
     path = getattr(args, "comparison", None)
     if not path:

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from bot.base.errors import ConfigError
 from bot.db.provision import Mode
-from bot.errors import ConfigError
 
 # RunRequest fields a `check` hands on to both trees' `sqlcanary run` as `--flag VALUE` / `--flag`.
 _VALUE_FLAGS = ("agent", "agent_timeout", "jobs", "preset", "statement_timeout", "row_cap", "repeat")
@@ -92,7 +92,7 @@ class CheckRequest:
         default_factory=dict
     )  # the gate flags the user gave (they win over config)
     # Without a base config (the first pull request), use the head's config as it is. The Action says False: a
-    # pull request's config then never routes data or secrets (bot.trusted_config.head_config_alone).
+    # pull request's config then never routes data or secrets (bot.config.trusted.head_config_alone).
     trust_head_config: bool = True
 
     @classmethod

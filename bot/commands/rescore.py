@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from bot.base.errors import ConfigError
+from bot.base.results import read_run
+from bot.base.settings import Settings
 from bot.commands import run as run_command
-from bot.errors import ConfigError
-from bot.results import read_run
-from bot.settings import Settings
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -12,20 +12,20 @@ from typing import Any
 from bot.agents import AgentContext, make_agent
 from bot.agents.env import agent_environment
 from bot.agents.sandbox import Sandbox, agent_sandbox
-from bot.cache import AnswerCache
+from bot.base.errors import EXIT_BUG, EXIT_GATE, EXIT_OK, AgentError, ConfigError
+from bot.base.results import LLMUsage, RunResult, write_run
+from bot.base.settings import Settings
 from bot.cases.loader import load_suite, parse_duration_ms, select_cases
 from bot.cases.model import Case, Suite
 from bot.commands.merge import in_shard, parse_shard
 from bot.commands.request import RunRequest
-from bot.config import Config, database_url, find_config
+from bot.config.model import Config, database_url, find_config
 from bot.db.provision import provision
-from bot.errors import EXIT_BUG, EXIT_GATE, EXIT_OK, AgentError, ConfigError
-from bot.fingerprint import AgentInputs, agent_fingerprint, kb_fingerprint, uses_answer_cache
 from bot.report.console import Progress, llm_usage_line, problem_lines, summary_table
-from bot.results import LLMUsage, RunResult, write_run
-from bot.runner import RunOptions, run_suite
+from bot.run.cache import AnswerCache
+from bot.run.fingerprint import AgentInputs, agent_fingerprint, kb_fingerprint, uses_answer_cache
+from bot.run.runner import RunOptions, run_suite
 from bot.scoring.presets import PRESETS
-from bot.settings import Settings
 
 DEFAULT_OUT = "sqlcanary-results/run.json"
 

@@ -13,13 +13,13 @@ import difflib
 from dataclasses import replace
 from pathlib import Path
 
+from bot.base.errors import EXIT_OK, ConfigError, SqlcanaryError
+from bot.base.results import RunResult, read_run
+from bot.base.settings import Settings
 from bot.cases.loader import load_suite
-from bot.compare import Comparison, compare_runs
-from bot.errors import EXIT_OK, ConfigError, SqlcanaryError
+from bot.compare.comparison import Comparison, compare_runs
 from bot.report.render import render_cases_text
 from bot.report.view import CaseRow, row_from_case, row_from_change
-from bot.results import RunResult, read_run
-from bot.settings import Settings
 
 CLOSEST = 5
 

@@ -2,7 +2,7 @@
 `sqlcanary run` that evaluates it in a child process of its own.
 
 The child gets an allow-listed environment and the config the check decided for its side (for the head: the
-base's, but for its agent; bot.trusted_config). The pull request's own agent code runs below it as a sandbox user
+base's, but for its agent; bot.config.trusted). The pull request's own agent code runs below it as a sandbox user
 when sqlcanary is root (bot.agents.sandbox), so it sees neither GITHUB_TOKEN, INPUT_*, the admin DSN nor an LLM key
 unless the base's config names the variable for it (`agent.env`, or `llm.api_key_env` for the built-in agent).
 """
@@ -19,15 +19,15 @@ from pathlib import Path
 
 import bot
 from bot.agents.env import agent_environment
-from bot.causes import FileDiff, added_file, parse_diff
+from bot.base.errors import EXIT_BUG, EXIT_INTERRUPTED, ConfigError
+from bot.base.results import RunResult, read_run, write_run
+from bot.base.settings import Settings
 from bot.commands.request import RunRequest
-from bot.config import CONFIG_NAMES, Config, load_config
+from bot.compare.causes import FileDiff, added_file, parse_diff
+from bot.config.model import CONFIG_NAMES, Config, load_config
+from bot.config.trusted import head_config, head_config_alone, write_resolved
 from bot.db.provision import Server
-from bot.errors import EXIT_BUG, EXIT_INTERRUPTED, ConfigError
 from bot.report.redact import redact_model
-from bot.results import RunResult, read_run, write_run
-from bot.settings import Settings
-from bot.trusted_config import head_config, head_config_alone, write_resolved
 
 # `sqlcanary run` in a child process, importing this very sqlcanary (not a `bot/` the checked-out tree holds).
 _BOOT = "import sys; sys.path.insert(0, {root!r}); from bot.cli import main; sys.exit(main(sys.argv[1:]))"
@@ -46,7 +46,7 @@ class Tree:
     working: bool = False  # the user's own checkout, not a temporary worktree
     notes: tuple[
         str, ...
-    ] = ()  # head settings the base's config overruled (bot.trusted_config), for the report
+    ] = ()  # head settings the base's config overruled (bot.config.trusted), for the report
 
     def describe(self) -> str:
         sha = self.sha[:12] if self.sha else "no commit"
@@ -186,7 +186,7 @@ def base_tree(req: RunRequest, *, repo: Path, root: Path, sha: str) -> Tree | No
 
 
 def decide_head(req: RunRequest, head: Tree, base: Tree | None, *, trust_alone: bool = True) -> Tree:
-    """The head as a check evaluates it: the base's config decides everything but the agent (bot.trusted_config).
+    """The head as a check evaluates it: the base's config decides everything but the agent (bot.config.trusted).
     A suite the head moved (the base's suite path is gone from the head) is evaluated where the head put it and
     compared with the base's suite case by case. Without a base config, the head's own config is used; unless
     `trust_alone`, without the settings that route data and secrets."""

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import psycopg2
 from psycopg2 import errorcodes
 
+from bot.base.errors import DatabaseError
+from bot.base.results import ResultSet
 from bot.db.guards import BYTE_CAP_SQLSTATE, SHARED_EFFECT_SQLSTATE
-from bot.errors import DatabaseError
-from bot.results import ResultSet
 
 
 @dataclass(frozen=True)

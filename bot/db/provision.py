@@ -14,8 +14,8 @@ from typing import Literal
 import psycopg2
 from psycopg2.extensions import parse_dsn
 
-from bot.errors import DatabaseError
-from bot.settings import default_cache_dir
+from bot.base.errors import DatabaseError
+from bot.base.settings import default_cache_dir
 
 Mode = Literal["auto", "embedded", "docker"]
 _BAD_OPTION = re.compile(r"(^|failed: )invalid .*(value|number)")  # libpq, at connect time

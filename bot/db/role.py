@@ -21,9 +21,9 @@ import psycopg2
 from psycopg2 import sql
 from psycopg2.extensions import make_dsn, parse_dsn
 
+from bot.base.errors import DatabaseError
 from bot.db.provision import Server, redact
 from bot.db.rolestate import create_role, log, read_state, reset
-from bot.errors import DatabaseError
 
 RUNNER_ROLE = "sqlcanary_runner"
 ADMIN_SCHEMA = "_sqlcanary_admin"

@@ -11,11 +11,11 @@ from contextlib import AbstractContextManager, contextmanager
 import psycopg2
 from psycopg2.extensions import parse_dsn
 
+from bot.base.errors import DatabaseError
 from bot.db.provision import Server
 from bot.db.role import ensure_runner_role
 from bot.db.session import Session
 from bot.db.templates import WORK_PREFIX, Database, clone_database, drop_database, runner_dsn
-from bot.errors import DatabaseError
 
 ScratchFactory = Callable[[str], AbstractContextManager[Session]]
 

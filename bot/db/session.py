@@ -15,11 +15,11 @@ from typing import Any
 import psycopg2
 import psycopg2.extensions
 
+from bot.base.results import ResultSet
 from bot.db.guards import BYTE_CAP, BYTE_CAP_SQLSTATE, one_query
 from bot.db.outcome import ConnectionLost, Outcome, byte_cap_reason, error_outcome, first_line
 from bot.db.scratch_exec import scratch_execute
 from bot.db.watchdog import WATCHDOG_GRACE_S, Watchdog
-from bot.results import ResultSet
 
 __all__ = ["ConnectionLost", "Outcome", "SESSION_SETTINGS", "Session"]
 

@@ -18,10 +18,10 @@ import psycopg2
 from psycopg2 import sql
 from psycopg2.extensions import make_dsn, parse_dsn
 
+from bot.base.errors import CaseFileError, DatabaseError
 from bot.db.guards import guards_sql
 from bot.db.provision import Server
 from bot.db.role import RUNNER_ROLE, ensure_runner_role
-from bot.errors import CaseFileError, DatabaseError
 
 TEMPLATE_PREFIX = "sqlcanary_t_"
 WORK_PREFIX = "sqlcanary_w_"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from github import GithubException
 from requests import RequestException
 
-from bot.errors import SqlcanaryError
+from bot.base.errors import SqlcanaryError
 
 
 class GitHubApiError(SqlcanaryError):

@@ -9,8 +9,8 @@ import re
 import subprocess
 from pathlib import Path
 
-from bot.errors import ConfigError
-from bot.secrets import scrub
+from bot.base.errors import ConfigError
+from bot.base.secrets import scrub
 
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 _TIMEOUT_S = 300

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bot.base.secrets import scrub
 from bot.github.errors import GitHubApiError
-from bot.secrets import scrub
 
 _TIMEOUT_S = 300
 

@@ -15,8 +15,8 @@ from typing import Literal
 
 from pydantic import Field, ValidationError, field_validator
 
-from bot.errors import ConfigError
-from bot.results import FrozenModel
+from bot.base.errors import ConfigError
+from bot.base.results import FrozenModel
 
 Mode = Literal["check", "baseline", "repair", "sweep"]
 # What the action writes to GITHUB_OUTPUT (action.yml declares the same names).

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from bot.errors import SqlcanaryError
+from bot.base.errors import SqlcanaryError
 from bot.repair.kb import glob_regex
 
 BODY_LIMIT = (

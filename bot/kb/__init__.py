@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from bot.errors import CaseFileError
+from bot.base.errors import CaseFileError
 from bot.kb.checks import check_dimensions, check_metrics, check_preferences, check_recipes
 from bot.kb.model import (
     AGGREGATIONS,

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from bot.results import FrozenModel
+from bot.base.results import FrozenModel
 
 Aggregation = Literal["sum", "avg", "count", "count_distinct", "min", "max", "ratio"]
 AGGREGATIONS: tuple[str, ...] = ("sum", "avg", "count", "count_distinct", "min", "max", "ratio")

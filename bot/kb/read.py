@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from bot.errors import CaseFileError
+from bot.base.errors import CaseFileError
 from bot.kb.model import (
     AGGREGATIONS,
     DimensionsFile,

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from bot.errors import CaseFileError
+from bot.base.errors import CaseFileError
 
 
 class SpanDict(dict):

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from bot.config.llm import LLMSettings
 from bot.llm.errors import BudgetExhausted, LLMBadOutput, LLMContextTooLong, LLMError, LLMUnavailable, redact
 from bot.llm.types import JsonReply, ParseStats, TextReply, Usage
-from bot.llmconfig import LLMSettings
 
 if TYPE_CHECKING:
     from bot.llm.client import LLMClient

@@ -17,7 +17,7 @@ from typing import Any
 
 
 def default_cache_root() -> Path:
-    from bot.settings import default_cache_dir
+    from bot.base.settings import default_cache_dir
 
     return default_cache_dir() / "llm"
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import openai
 
+from bot.config.llm import LLMSettings
 from bot.llm.budget import Budget
 from bot.llm.cache import CachedReply, ReplyCache, request_key
 from bot.llm.errors import BudgetExhausted, LLMBadOutput, LLMUnavailable, redact
@@ -29,7 +30,6 @@ from bot.llm.jsonparse import JsonParseError, Parsed, parse_json_object, validat
 from bot.llm.pricing import estimate_cost
 from bot.llm.transport import FORMATS, Call, Transport
 from bot.llm.types import JsonReply, ParseStats, Sampling, TextReply, Usage
-from bot.llmconfig import LLMSettings
 
 log = logging.getLogger("sqlcanary.llm")
 

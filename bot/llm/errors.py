@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bot.errors import SqlcanaryError
+from bot.base.errors import SqlcanaryError
 
 MASK = "***"
 

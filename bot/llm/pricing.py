@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from bot.llmconfig import Price
+from bot.config.llm import Price
 
 
 def find_price(prices: Mapping[str, Price], model: str) -> Price | None:

@@ -15,11 +15,11 @@ from typing import Any
 
 import openai
 
+from bot.config.llm import LLMSettings
 from bot.llm.budget import Budget, estimate_tokens
 from bot.llm.errors import LLMContextTooLong, LLMUnavailable
 from bot.llm.failures import context_overflow, overflow_message, retry_after_s, timeout_hint
 from bot.llm.types import Sampling, Usage
-from bot.llmconfig import LLMSettings
 
 log = logging.getLogger("sqlcanary.llm")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bot.results import LLMUsage
+from bot.base.results import LLMUsage
 
 if TYPE_CHECKING:
     from bot.llm.client import LLMClient

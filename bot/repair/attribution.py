@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from typing import Literal, NamedTuple, Protocol
 
+from bot.base.results import FrozenModel
 from bot.repair.hunks import Change, ChangeSet
-from bot.results import FrozenModel
 
 CaseVerdict = Literal["caused", "not_kb", "undecided"]
 NOT_KB = (

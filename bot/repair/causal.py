@@ -7,16 +7,16 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.base.settings import Settings
 from bot.cases.model import Suite
-from bot.causes import FileDiff
-from bot.config import Config
+from bot.compare.causes import FileDiff
+from bot.config.model import Config
 from bot.db.provision import Server
 from bot.repair.attribution import Attribution, Status, attribute
 from bot.repair.evaluator import AgentLike, TreeEvaluator
 from bot.repair.hunks import ChangeSet, kb_changes
 from bot.repair.revert import RevertCandidate, partial_revert
-from bot.runner import RunOptions
-from bot.settings import Settings
+from bot.run.runner import RunOptions
 
 
 class _Idle:

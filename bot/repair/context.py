@@ -3,7 +3,7 @@ scorers' first difference between rows aligned by their key, the row counts, and
 of the structural diff, the same words the reports show), and only the KB lines the agent said it used
 (`Prediction.used`), numbered, with a few lines around them.
 
-From a check (`repair --from-check DIR`, whose comparison.json links regressions to the diff; bot.causes), also:
+From a check (`repair --from-check DIR`, whose comparison.json links regressions to the diff; bot.compare.causes), also:
 the changed KB lines the case is linked to with their base → head diff, or that the diff does not explain it,
 and the base's prediction (what the agent answered before the change)."""
 
@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from bot.base.results import CaseResult, Verdict
 from bot.cases.model import Case
-from bot.compare import Comparison
+from bot.compare.comparison import Comparison
 from bot.repair.kb import KBFiles, RefusedPath
-from bot.results import CaseResult, Verdict
 from bot.scoring.structural_diff import Difference
 
 AROUND = 3  # lines shown before and after each used range

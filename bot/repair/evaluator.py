@@ -3,7 +3,7 @@
 The copy (the head tree's files, without `.git`, caches or sqlcanary's output) is made once; for each ask every
 changed KB file is written as the configuration wants it (bot.repair.hunks.ChangeSet.texts), so an ask never
 depends on the one before, and the user's files are never touched. The agent is the head run's (the config
-bot.trusted_config decided, with its paths moved into the copy), started for each ask as `sqlcanary run` starts
+bot.config.trusted decided, with its paths moved into the copy), started for each ask as `sqlcanary run` starts
 it: sandboxed when it runs the pull request's code and sqlcanary is root (bot.repair.sandboxed), with only the
 allow-listed environment, its answers masked. Answers go through the answer cache keyed by the agent and KB
 fingerprints of the copy, so a configuration asked before (in this check or an earlier one) costs no call.
@@ -20,21 +20,21 @@ from typing import Any, Protocol
 
 from bot.agents import AgentContext
 from bot.agents.env import agent_environment
-from bot.cache import AnswerCache
+from bot.base.errors import ConfigError
+from bot.base.secrets import scrub
+from bot.base.settings import Settings
 from bot.cases.model import Suite
-from bot.config import Config
+from bot.config.model import Config
+from bot.config.trusted import write_resolved
 from bot.db.provision import Server
-from bot.errors import ConfigError
-from bot.fingerprint import AgentInputs, agent_fingerprint, kb_fingerprint, uses_answer_cache
 from bot.repair.attribution import Status
 from bot.repair.hunks import ChangeSet, kb_relative
 from bot.repair.kb import KBFiles, write_bytes_atomic
 from bot.repair.sandboxed import SandboxedAgent, start_agent
 from bot.repair.setup import default_run_options
-from bot.runner import RunOptions, run_suite
-from bot.secrets import scrub
-from bot.settings import Settings
-from bot.trusted_config import write_resolved
+from bot.run.cache import AnswerCache
+from bot.run.fingerprint import AgentInputs, agent_fingerprint, kb_fingerprint, uses_answer_cache
+from bot.run.runner import RunOptions, run_suite
 
 # Never copied: git's data, sqlcanary's output and caches, Python's byte code.
 _NOT_COPIED = frozenset({".git", ".sqlcanary", "sqlcanary-results", "__pycache__"})

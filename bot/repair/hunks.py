@@ -1,6 +1,6 @@
 """A pull request's KB edits as its smallest independent line changes, and the KB texts with any of them reverted.
 
-The diff (bot.causes.FileDiff, `git diff --unified=0` between the two evaluated trees) gives each hunk's line
+The diff (bot.compare.causes.FileDiff, `git diff --unified=0` between the two evaluated trees) gives each hunk's line
 ranges; the base and head texts give its lines, whole (a FileDiff keeps only a capped excerpt). A hunk is split
 into changes: runs of unchanged lines inside it (a diff with context) separate changes, and within one run of
 removed and added lines every removed line that an added line replaces is a change of its own (two neighbouring
@@ -18,10 +18,10 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.causes import MAX_HUNK_CHARS, FileDiff, Hunk
-from bot.config import Config
+from bot.base.results import FrozenModel
+from bot.compare.causes import MAX_HUNK_CHARS, FileDiff, Hunk
+from bot.config.model import Config
 from bot.repair.kb import MAX_FILE_BYTES, KBFiles
-from bot.results import FrozenModel
 
 SIMILAR = 0.5  # two lines this alike (difflib ratio) are one line edited, not one removed and another added
 

@@ -25,8 +25,8 @@ from pathlib import Path, PurePosixPath
 from types import FrameType
 from typing import Any
 
-from bot.config import Config
-from bot.errors import SqlcanaryError
+from bot.base.errors import SqlcanaryError
+from bot.config.model import Config
 
 KB_SUFFIXES = (".yaml", ".yml", ".sql", ".md")
 FORBIDDEN_DIRS = (".git", ".github", ".sqlcanary")

@@ -12,9 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bot.agents.base import AgentAdapter
+from bot.base.results import CaseResult, RunResult
+from bot.base.settings import Settings
 from bot.cases.model import Case, Suite
-from bot.compare import Comparison
-from bot.config import Config
+from bot.compare.comparison import Comparison
+from bot.config.model import Config
 from bot.db.provision import Server
 from bot.llm import BudgetExhausted, LLMBadOutput, LLMError
 from bot.llm.usage import usage_record
@@ -34,9 +36,7 @@ from bot.repair.prompts import case_messages, critique_messages
 from bot.repair.select import choose, group_failures
 from bot.repair.setup import Limits, cap_budget, default_agent_factory, default_run_options
 from bot.repair.summary import baseline_of, build_outcome
-from bot.results import CaseResult, RunResult
-from bot.runner import RunOptions, run_suite
-from bot.settings import Settings
+from bot.run.runner import RunOptions, run_suite
 
 
 class _Stop(Exception):

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from bot.results import Counts, FrozenModel, LLMUsage
+from bot.base.results import Counts, FrozenModel, LLMUsage
 
 REPAIR_SCHEMA_VERSION = 1
 

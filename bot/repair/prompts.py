@@ -1,5 +1,5 @@
 """Chat messages for the repair loop, rendered from templates/prompts/repair_*.md.j2. Nothing from the
-environment goes in, and secret values (bot.secrets) are masked should they appear.
+environment goes in, and secret values (bot.base.secrets) are masked should they appear.
 
 `secrets` is the caller's list (Settings.secrets); until every caller passes it, None falls back to the secret
 values of the process environment, as this module always did."""
@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from bot.base.secrets import MASK, scrub, secret_values
+from bot.base.templating import environment
 from bot.repair.actions import example
 from bot.repair.context import FailureContext
-from bot.secrets import MASK, scrub, secret_values
-from bot.templating import environment
 
 __all__ = ["MASK", "case_messages", "critique_messages", "scrub", "secret_values"]
 MAX_FILE_NAMES = 80

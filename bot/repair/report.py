@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from bot.base.templating import environment, tidy_markdown
+from bot.base.textfilters import pct
 from bot.repair.outcome import RepairOutcome
-from bot.templating import environment, tidy_markdown
-from bot.textfilters import pct
 
 
 def render_report(outcome: RepairOutcome) -> str:

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.compare import Comparison
-from bot.results import CaseResult
+from bot.base.results import CaseResult
+from bot.compare.comparison import Comparison
 
 NO_CAUSE = "no shared cause"
 

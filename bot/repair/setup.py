@@ -9,11 +9,11 @@ from dataclasses import dataclass, replace
 from bot.agents import AgentContext
 from bot.agents.base import AgentAdapter
 from bot.agents.env import agent_environment
+from bot.base.settings import Settings
 from bot.cases.loader import parse_duration_ms
-from bot.config import Config
+from bot.config.model import Config
 from bot.repair.sandboxed import start_agent
-from bot.runner import RunOptions
-from bot.settings import Settings
+from bot.run.runner import RunOptions
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from bot.base.results import CaseResult, count
 from bot.repair.outcome import CaseRepair, CritiqueRecord, RepairOutcome
-from bot.results import CaseResult, count
 
 if TYPE_CHECKING:  # the loop imports this module; these functions only read its state
     from bot.repair.loop import _Loop

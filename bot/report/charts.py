@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-from bot.textfilters import pct, truncate_middle
+from bot.base.textfilters import pct, truncate_middle
 
 BASE_COLOR = "#8c959f"
 HEAD_COLOR = "#0969da"

@@ -7,7 +7,7 @@ import threading
 import time
 from typing import TextIO
 
-from bot.results import CaseResult, Counts, LLMUsage, RunResult
+from bot.base.results import CaseResult, Counts, LLMUsage, RunResult
 
 
 def _rate(c: Counts) -> str:

@@ -1,5 +1,5 @@
 """Why a case is in the report, in words every report shares (comment, summary, HTML, `sqlcanary show`): the
-causes a comparison linked (bot.causes), the verdict of one case in a sentence, and the base → head diff of its
+causes a comparison linked (bot.compare.causes), the verdict of one case in a sentence, and the base → head diff of its
 prediction. Pure: no I/O, no Jinja."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from bot.compare import CaseChange, Comparison
+from bot.compare.comparison import CaseChange, Comparison
 
 MAX_DIFF_LINES = 80
 
@@ -18,7 +18,7 @@ class CauseView:
 
     file: str
     where: str  # "lines 9–10"
-    diff: str  # the changed lines, -/+ (capped by bot.causes)
+    diff: str  # the changed lines, -/+ (capped by bot.compare.causes)
     cases: tuple[str, ...]
 
     @property

@@ -5,7 +5,7 @@ or come from another machine with other secrets. Masking the subject first matte
 long text (half a token is still a leak) and escape it (`ghp_x` is `ghp\\_x` in Markdown, `a&b` is `a&amp;b` in
 HTML), so a token is no longer findable in the output. The pass over the final text is the backstop for
 anything the templates add; it also looks for the escaped forms. Each secret's encoded forms (base64, URL, hex:
-bot.secrets.secret_forms) are masked the same way as the secret itself."""
+bot.base.secrets.secret_forms) are masked the same way as the secret itself."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from bot.secrets import mask_forms, secret_forms
+from bot.base.secrets import mask_forms, secret_forms
 
 M = TypeVar("M", bound=BaseModel)
 _MD_PUNCT = re.compile(r"([\\`*_\[\]|~])")

@@ -10,7 +10,10 @@ from dataclasses import dataclass
 from jinja2 import Environment
 from markupsafe import Markup
 
-from bot.compare import Comparison
+from bot.base.results import CaseResult, RunResult
+from bot.base.templating import new_environment, tidy_markdown
+from bot.base.textfilters import md_url
+from bot.compare.comparison import Comparison
 from bot.report import charts
 from bot.report.marker import MARKER, marker_for
 from bot.report.redact import redact_model, scrub_rendered
@@ -24,9 +27,6 @@ from bot.report.view import (
     rows_from_comparison,
     trim,
 )
-from bot.results import CaseResult, RunResult
-from bot.templating import new_environment, tidy_markdown
-from bot.textfilters import md_url
 
 COMMENT_LIMIT = 65_536  # characters in a GitHub comment body
 SUMMARY_LIMIT = 1_048_576  # bytes in a GitHub job summary
@@ -45,7 +45,7 @@ Subject = Comparison | RunResult
 
 @functools.lru_cache(maxsize=1)
 def environment() -> Environment:
-    """The reports' environment: bot.templating's settings and filters plus the report globals."""
+    """The reports' environment: bot.base.templating's settings and filters plus the report globals."""
     return new_environment(labels=LABELS, marker=MARKER)
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from bot.compare import CaseChange, Comparison
+from bot.base.results import CaseResult
+from bot.compare.comparison import CaseChange, Comparison
 from bot.report.explain import CauseView, case_causes, prediction_diff, verdict_words
-from bot.results import CaseResult
 
 
 @dataclass(frozen=True)
@@ -34,11 +34,11 @@ class CaseRow:
     source: str | None = None
     renamed_from: str | None = None
     outcome: str | None = None  # renamed: the pair's own transition
-    edited: bool = False  # the change edited the case itself (bot.compare.CaseChange.edited)
+    edited: bool = False  # the change edited the case itself (bot.compare.comparison.CaseChange.edited)
     against_base: str | None = None  # an edited case's head answer judged by the base's version (check)
     gold_sql: tuple[str, ...] = ()
     used: tuple[str, ...] = ()  # the KB spans the head's answer used
-    causes: tuple[CauseView, ...] = ()  # the changed lines this regression is linked to (bot.causes)
+    causes: tuple[CauseView, ...] = ()  # the changed lines this regression is linked to (bot.compare.causes)
     explained: bool | None = None  # regressions of a linked comparison: whether the diff explains it
 
     @property

@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from bot.compare import TRANSITIONS, Comparison, RateDelta
+from bot.base.results import STATUSES, Counts, RunMeta, RunResult
+from bot.compare.comparison import TRANSITIONS, Comparison, RateDelta
 from bot.report.explain import CauseView, cause_views
 from bot.report.rows import CaseRow, row_from_case, row_from_change, rows_from_comparison
-from bot.results import STATUSES, Counts, RunMeta, RunResult
 
 LABELS = {
     "regressed": "Regressed",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from bot.base.results import ResultSet, Verdict
 from bot.cases.model import CompareOptions
-from bot.results import ResultSet, Verdict
 from bot.scoring.order import OrderInfo, order_info
 from bot.scoring.presets import LEGACY, PRESETS, EvaluatorError
 from bot.scoring.rowkeys import alignment_keys

@@ -1,7 +1,7 @@
 """An optional LLM judge of structural equivalence (off by default; one LLM call per case).
 
 Not wired into the runner. To use it: build one `LLMClient(config.llm)` per run and, where the runner adds the
-`structural` verdict (`bot.runner._evaluate`), add `verdicts["llm_judge"] = llm_judge_verdict(client, case.question,
+`structural` verdict (`bot.run.runner._evaluate`), add `verdicts["llm_judge"] = llm_judge_verdict(client, case.question,
 case.gold_sql[0], answer.sql)` behind a `--llm-judge` flag. Like `structural`, it is a diagnostic: it never decides
 pass or fail, and an LLM failure gives an undecided verdict (match=None), never a wrong one."""
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from bot.base.results import Verdict
 from bot.llm.errors import LLMError
-from bot.results import Verdict
 
 if TYPE_CHECKING:
     from bot.llm.client import LLMClient
@@ -28,7 +28,7 @@ JUDGE_SCHEMA = {
 
 
 def judge_messages(question: str, gold_sql: str, pred_sql: str) -> list[dict[str, str]]:
-    from bot.templating import environment
+    from bot.base.templating import environment
 
     text = (
         environment()

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from bot.presetnames import PRESET_NAMES
-from bot.results import ResultSet
+from bot.base.results import ResultSet
+from bot.config.presets import PRESET_NAMES
 from bot.scoring.values import normalize_value, sort_key
 
 PRESETS = PRESET_NAMES

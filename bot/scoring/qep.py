@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.results import Verdict
+from bot.base.results import Verdict
 
 _EPS = 1e-9
 

@@ -18,7 +18,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.schema import MappingSchema
 
-from bot.results import Verdict
+from bot.base.results import Verdict
 from bot.scoring.normalize import DIALECT, PassContext, from_clause, iter_own_nodes, known_columns, run_passes
 from bot.scoring.structural_diff import (
     PART_LABELS,

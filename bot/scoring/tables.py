@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from bot.results import ResultSet
+from bot.base.results import ResultSet
 from bot.scoring.firstdiff import MAX_ROWS, first_difference, row_counts
 from bot.scoring.values import (
     APPROX_OIDS,

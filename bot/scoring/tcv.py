@@ -6,8 +6,8 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
+from bot.base.results import ResultSet, Verdict
 from bot.cases.model import Check
-from bot.results import ResultSet, Verdict
 from bot.scoring.tables import TableOptions, compare_tables
 from bot.scoring.values import DEFAULT_ABS_TOL, DEFAULT_REL_TOL, close, is_number, show
 

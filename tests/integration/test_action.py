@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from bot.base.settings import Settings
 from bot.cli import main
 from bot.commands.action import ActionContext, action, action_settings
 from bot.github.event import load_event
 from bot.github.inputs import RunnerContext, read_inputs
-from bot.settings import Settings
 from tests.support.fake_github import FakeGitHub
 from tests.support.github_fixtures import ACTIONS_TOKEN, NO_CHECKS_TOKEN, REPO, TOKENS, client
 from tests.support.github_runner_files import parse_outputs

@@ -15,11 +15,11 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
+from bot.base.errors import ConfigError
+from bot.base.settings import Settings
 from bot.commands.action import ActionContext, action
-from bot.errors import ConfigError
 from bot.github.event import load_event
 from bot.github.inputs import RunnerContext, read_inputs
-from bot.settings import Settings
 from tests.integration.test_action import checkout, pr_event, runner_env
 from tests.support.fake_github import FakeGitHub
 from tests.support.github_fixtures import ACTIONS_TOKEN, REPO, TOKENS, client

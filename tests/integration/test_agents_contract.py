@@ -16,10 +16,10 @@ import pytest
 # Imported at collection on purpose: Progress binds `stream=sys.stderr` when bot.report.console is first
 # imported; first imported inside a test under capsys, it would keep that closed stream for the session.
 import bot.commands.run  # noqa: F401
+from bot.base.errors import EXIT_BAD_INPUT, EXIT_GATE, EXIT_OK
+from bot.base.results import SCHEMA_VERSION, read_run
 from bot.cases.loader import load_suite
 from bot.cli import main
-from bot.errors import EXIT_BAD_INPUT, EXIT_GATE, EXIT_OK
-from bot.results import SCHEMA_VERSION, read_run
 
 pytestmark = pytest.mark.integration
 

@@ -14,16 +14,16 @@ from types import MappingProxyType
 
 import pytest
 
+from bot.base.git import worktree
+from bot.base.settings import Settings
 from bot.cases.loader import load_suite
 from bot.commands.trees import pr_diff
-from bot.config import load_config
-from bot.gitrepo import worktree
+from bot.config.model import load_config
 from bot.repair.attribution import attribute
 from bot.repair.causal import find_causes
 from bot.repair.evaluator import TreeEvaluator
 from bot.repair.hunks import kb_changes
 from bot.repair.revert import partial_revert
-from bot.settings import Settings
 from tests.support.tinyrepo import git
 
 pytestmark = pytest.mark.integration

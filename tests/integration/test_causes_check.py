@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from bot.cli import main
-from bot.compare import Comparison
+from bot.compare.comparison import Comparison
 from tests.support.tinyrepo import git
 
 pytestmark = pytest.mark.integration
@@ -62,7 +62,7 @@ def shop_repo(tmp_path_factory: pytest.TempPathFactory, pg_dsn: str):
 
 def changed_lines(name: str) -> dict[str, str]:
     """{repository path: "line N" / "lines a–b"} of the lines each edited file has changed at the head, from
-    the regression's own search/replace (independent of git and of bot.causes)."""
+    the regression's own search/replace (independent of git and of bot.compare.causes)."""
     out: dict[str, list[str]] = {}
     for edit in regression(name)["edits"]:
         path = SHOP / edit["file"]

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from bot.base.results import read_run
 from bot.cli import main
-from bot.compare import Comparison
-from bot.results import read_run
+from bot.compare.comparison import Comparison
 from tests.support.tinyrepo import git
 
 pytestmark = pytest.mark.integration

@@ -24,11 +24,11 @@ import psycopg2
 import pytest
 import yaml
 
+from bot.base.results import read_run
 from bot.cli import main
 from bot.db.provision import provision
 from bot.db.role import ADMIN_SCHEMA, RUNNER_ROLE, ensure_runner_role, verifier_matches
 from bot.db.templates import working_databases
-from bot.results import read_run
 
 REPO = Path(__file__).resolve().parents[2]
 WAIT_S = 240  # a deadline for the barrier and the children, not a speed assertion

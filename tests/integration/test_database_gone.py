@@ -8,8 +8,8 @@ import textwrap
 import psycopg2
 import yaml
 
+from bot.base.results import read_run
 from bot.cli import main
-from bot.results import read_run
 
 AGENT = textwrap.dedent(
     """

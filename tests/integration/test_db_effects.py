@@ -20,10 +20,10 @@ import psycopg2
 import pytest
 import yaml
 
+from bot.base.results import read_run
 from bot.cli import main
 from bot.db.guards import one_query
 from bot.db.role import RUNNER_ROLE, ensure_runner_role
-from bot.results import read_run
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "hostile" / "bank.sql"
 MEMBER = "sqlcanary_test_member"

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from bot.base.results import read_run
 from bot.cli import main
-from bot.results import read_run
 
 
 @pytest.fixture(scope="module")

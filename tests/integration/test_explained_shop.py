@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 import yaml
 
+from bot.base.results import CaseResult, ResultSet, read_run
 from bot.cases.loader import load_suite
 from bot.cli import main
 from bot.db.session import Session
 from bot.db.templates import working_databases
-from bot.results import CaseResult, ResultSet, read_run
 from bot.scoring.values import close, normalize_rows, show
 
 pytestmark = pytest.mark.integration

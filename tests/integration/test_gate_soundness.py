@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from bot.base.results import read_run
 from bot.cli import main
-from bot.compare import Comparison
-from bot.results import read_run
+from bot.compare.comparison import Comparison
 from tests.support.tinyrepo import GOOD, config, git, make_tiny_repo
 
 pytestmark = pytest.mark.integration

@@ -10,8 +10,8 @@ import psycopg2
 import pytest
 import yaml
 
+from bot.base.results import read_run
 from bot.cli import main
-from bot.results import read_run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hostile"
 ATTACKS = yaml.safe_load((FIXTURES / "attacks.yml").read_text())

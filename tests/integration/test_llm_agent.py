@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from bot.agents import AgentContext, make_agent
+from bot.base.results import read_run
 from bot.cases.loader import load_suite
 from bot.cli import main
-from bot.results import read_run
 from tests.support.fake_openai import FakeOpenAI, Reply
 
 pytestmark = pytest.mark.integration

@@ -6,8 +6,8 @@ import json
 
 import yaml
 
+from bot.base.results import read_run
 from bot.cli import main
-from bot.results import read_run
 from tests.support.fake_openai import FakeOpenAI
 
 

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from bot.base.results import RunResult, read_run
 from bot.cases.loader import load_suite
 from bot.cli import main
-from bot.config import load_config
+from bot.config.model import load_config
 from bot.llm import LLMClient, LLMSettings
 from bot.llm.cache import ReplyCache
 from bot.repair.kb import JOURNAL_DIR, KBFiles, recover
 from bot.repair.loop import repair
-from bot.results import RunResult, read_run
 from tests.support.fake_openai import FakeOpenAI
 
 pytestmark = pytest.mark.integration

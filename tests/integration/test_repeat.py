@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from bot.base.results import RunResult, read_run
 from bot.cli import main
-from bot.compare import compare_runs
-from bot.results import RunResult, read_run
+from bot.compare.comparison import compare_runs
 
 pytestmark = pytest.mark.integration
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.causes import explain_comparison, parse_diff
-from bot.compare import Comparison, compare_runs
+from bot.base.results import read_run
+from bot.compare.causes import explain_comparison, parse_diff
+from bot.compare.comparison import Comparison, compare_runs
 from bot.report import charts
 from bot.report.render import render_html
-from bot.results import read_run
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "golden"
 CAUSES = GOLDEN.parent / "causes"  # the two-cause check of the shop (see its make_fixture.py)

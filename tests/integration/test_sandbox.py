@@ -18,8 +18,8 @@ import psycopg2
 import pytest
 
 from bot.agents.sandbox import open_sandbox, processes_by_user
+from bot.base.results import RunResult, read_run
 from bot.db.provision import socket_files
-from bot.results import RunResult, read_run
 
 pytestmark = [
     pytest.mark.integration,

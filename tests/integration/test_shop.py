@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from bot.base.results import RunResult, read_run
 from bot.cases.loader import load_suite
 from bot.cli import main
-from bot.results import RunResult, read_run
 
 pytestmark = pytest.mark.integration
 

@@ -9,8 +9,8 @@ from contextlib import closing
 import psycopg2
 import yaml
 
+from bot.base.results import read_run
 from bot.cli import main
-from bot.results import read_run
 
 
 def _templates(dsn: str, label: str) -> dict[str, int]:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.base.results import read_run, write_run
 from bot.cli import main
-from bot.results import read_run, write_run
 from tests.integration.test_action import checkout, comments, pr_event, run_action, runner_env
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_openai import FakeOpenAI

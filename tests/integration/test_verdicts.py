@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.results import CaseResult, read_run
+from bot.base.results import CaseResult, read_run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "verdicts"
 SCHEMA = FIXTURES / "schema.sql"

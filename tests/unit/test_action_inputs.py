@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.errors import ConfigError
+from bot.base.errors import ConfigError
 from bot.github.inputs import OUTPUTS, ActionInputs, RunnerContext, input_names, read_inputs
 
 ACTION = yaml.safe_load((Path(__file__).resolve().parents[2] / "action.yml").read_text())

@@ -14,9 +14,9 @@ from bot.agents import AgentContext, make_agent
 from bot.agents.base import Answer, scrub_answer
 from bot.agents.env import agent_environment
 from bot.agents.pipes import resolve_argv
+from bot.base.errors import AgentError, ConfigError
+from bot.base.secrets import MASK
 from bot.cases.model import Case
-from bot.errors import AgentError, ConfigError
-from bot.secrets import MASK
 
 PY = sys.executable
 TOKEN = "ghs_Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"

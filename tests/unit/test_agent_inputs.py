@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import load_config
-from bot.errors import ConfigError
-from bot.fingerprint import MAX_TREE_FILES, AgentInputs, agent_fingerprint
+from bot.base.errors import ConfigError
+from bot.config.model import load_config
+from bot.run.fingerprint import MAX_TREE_FILES, AgentInputs, agent_fingerprint
 
 if shutil.which("git") is None:  # pragma: no cover - CI has git
     pytest.skip("git is not installed", allow_module_level=True)
@@ -125,7 +125,7 @@ def test_a_folder_outside_git_too_large_to_hash_is_not_cached(tmp_path, monkeypa
     root = tmp_path / "plain"
     root.mkdir()
     (root / "agent.py").write_text("")
-    monkeypatch.setattr("bot.fingerprint.MAX_TREE_FILES", 3)
+    monkeypatch.setattr("bot.run.fingerprint.MAX_TREE_FILES", 3)
     for i in range(3):
         (root / f"f{i}.txt").write_text(str(i))
     assert agent_fingerprint(SPEC, {}, root, "") is None

@@ -16,7 +16,7 @@ import pytest
 
 from bot.agents import AgentContext, Answer, make_agent
 from bot.agents.process import CommandAgent, PersistentCommandAgent
-from bot.errors import AgentError
+from bot.base.errors import AgentError
 from tests.unit.test_agents import AGENTS, PY, bounded, case, script
 
 _MISBEHAVE = runpy.run_path(str(AGENTS / "misbehave.py"))

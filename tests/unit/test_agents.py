@@ -19,9 +19,9 @@ from bot.agents import ADAPTERS, AgentContext, Answer, make_agent
 from bot.agents.base import answer_from_reply, parse_reply_text, request_for
 from bot.agents.process import CommandAgent, PersistentCommandAgent, PythonAgent
 from bot.agents.simple import GoldAgent, PredictionsAgent
+from bot.base.errors import AgentError
+from bot.base.results import CaseResult, Prediction, RunMeta, RunResult, summarize, write_run
 from bot.cases.model import Case
-from bot.errors import AgentError
-from bot.results import CaseResult, Prediction, RunMeta, RunResult, summarize, write_run
 from tests.support.fake_openai import FakeOpenAI
 
 AGENTS = Path(__file__).resolve().parents[1] / "fixtures" / "agents"

@@ -1,4 +1,4 @@
-"""Cause linking (bot.causes) and the per-case explanation every report shares.
+"""Cause linking (bot.compare.causes) and the per-case explanation every report shares.
 
 The two-cause fixture (tests/fixtures/causes, rebuilt by its make_fixture.py from a real `sqlcanary check` of the
 shop example with `missing_tz_filter` and `cpc_wrong_denominator` planted at once) is linked to its own diff and
@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.causes import (
+from bot.base.results import read_run
+from bot.cli import main as cli
+from bot.compare.causes import (
     FileDiff,
     Hunk,
     Regressed,
@@ -24,13 +26,11 @@ from bot.causes import (
     parse_diff,
     suite_folder,
 )
-from bot.cli import main as cli
-from bot.compare import COMPARISON_SCHEMA_VERSION, Comparison, compare_runs
+from bot.compare.comparison import COMPARISON_SCHEMA_VERSION, Comparison, compare_runs
 from bot.repair.context import failure_context
 from bot.repair.kb import KBFiles
 from bot.repair.prompts import case_messages
 from bot.report.render import render_comment, render_html, render_summary
-from bot.results import read_run
 from tests.unit.test_report import assert_golden, assert_inert
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,10 +11,10 @@ import pytest
 # Imported at collection on purpose: Progress binds `stream=sys.stderr` when bot.report.console is first
 # imported; first imported inside a test under capsys, it would keep that closed stream for the session.
 import bot.commands.run  # noqa: F401
+from bot.base.errors import EXIT_BAD_INPUT, EXIT_OK, ConfigError, SqlcanaryError
+from bot.base.settings import Settings
 from bot.cli import main
-from bot.config import AgentConfig, Config, database_url, find_config, load_config
-from bot.errors import EXIT_BAD_INPUT, EXIT_OK, ConfigError, SqlcanaryError
-from bot.settings import Settings
+from bot.config.model import AgentConfig, Config, database_url, find_config, load_config
 
 SUITES = Path(__file__).resolve().parents[1] / "fixtures" / "suites"
 GOOD_SUITE = SUITES / "single" / "single.yml"

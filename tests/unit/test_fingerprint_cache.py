@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from bot.agents.base import AgentContext, Answer, request_for
-from bot.cache import AnswerCache, AnswerSource, RunCache, cacheable, run_cache_key
+from bot.base.errors import SqlcanaryError
+from bot.base.results import CaseResult, Prediction, RunMeta, RunResult, summarize
+from bot.base.settings import Settings
 from bot.cases.model import Case
-from bot.config import Config, load_config
-from bot.errors import SqlcanaryError
-from bot.fingerprint import AgentInputs, agent_fingerprint, answer_key, kb_fingerprint, uses_answer_cache
-from bot.results import CaseResult, Prediction, RunMeta, RunResult, summarize
-from bot.runner import combine_attempts
-from bot.settings import Settings
+from bot.config.model import Config, load_config
+from bot.run.cache import AnswerCache, AnswerSource, RunCache, cacheable, run_cache_key
+from bot.run.fingerprint import AgentInputs, agent_fingerprint, answer_key, kb_fingerprint, uses_answer_cache
+from bot.run.runner import combine_attempts
 
 KB_CONFIG = "agent: python:agent.py:answer\nkb:\n  paths: ['kb/**/*.yaml']\n"
 
@@ -259,7 +259,7 @@ def git_repo(path: Path) -> Path:
 @git_missing
 @pytest.mark.parametrize("ref", ["-x", "--output=/tmp/x", "", "a b", "main\n", "nope"])
 def test_resolve_commit_refuses_bad_refs(tmp_path, ref):
-    from bot.gitrepo import resolve_commit
+    from bot.base.git import resolve_commit
 
     repo = git_repo(tmp_path / "r")
     with pytest.raises(SqlcanaryError):
@@ -269,7 +269,7 @@ def test_resolve_commit_refuses_bad_refs(tmp_path, ref):
 
 @git_missing
 def test_a_worktree_is_removed_even_when_the_work_fails(tmp_path):
-    from bot.gitrepo import resolve_commit, worktree
+    from bot.base.git import resolve_commit, worktree
 
     repo = git_repo(tmp_path / "r")
     seen = []
@@ -286,7 +286,7 @@ def test_a_worktree_is_removed_even_when_the_work_fails(tmp_path):
 
 @git_missing
 def test_default_base_ref_prefers_the_base_branch_then_origin_main_then_main(tmp_path):
-    from bot.gitrepo import default_base_ref
+    from bot.base.git import default_base_ref
 
     repo = git_repo(tmp_path / "r")
     assert default_base_ref(repo, None) == "main"

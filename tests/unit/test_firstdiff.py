@@ -14,8 +14,8 @@ from typing import Any, overload
 
 import pytest
 
+from bot.base.results import ResultSet
 from bot.cases.model import CompareOptions
-from bot.results import ResultSet
 from bot.scoring.execution import DEFAULTS, judge_results, resolve_options
 from bot.scoring.firstdiff import MAX_ROWS, first_difference
 from bot.scoring.rowkeys import alignment_keys, group_positions
@@ -283,7 +283,7 @@ def test_ties_between_keys_resolve_the_same_way_every_time() -> None:
 
 def test_the_message_does_not_depend_on_the_hash_seed() -> None:
     script = (
-        "from bot.results import ResultSet; from bot.scoring.tables import TableOptions, compare_tables\n"
+        "from bot.base.results import ResultSet; from bot.scoring.tables import TableOptions, compare_tables\n"
         "g = ResultSet(columns=('a','b','v'), type_oids=(25,25,23), rows=[(c, d, i) for i, (c, d) in "
         "enumerate(zip('abcdefgh', 'hgfedcba'))])\n"
         "p = ResultSet(columns=('a','b','v'), type_oids=(25,25,23), rows=[(c, d, i * 2) for i, (c, d) in "

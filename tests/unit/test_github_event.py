@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import EXIT_BAD_INPUT
+from bot.base.errors import EXIT_BAD_INPUT
 from bot.github.errors import EventPayloadError
 from bot.github.event import load_event, parse_event
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.causes import FileDiff, Hunk, parse_diff
-from bot.config import load_config
+from bot.compare.causes import FileDiff, Hunk, parse_diff
+from bot.config.model import load_config
 from bot.repair.attribution import Status, attribute, ddmin
 from bot.repair.hunks import kb_changes, kb_relative, split_changes
 from bot.repair.revert import partial_revert

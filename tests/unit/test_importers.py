@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from bot.base.errors import CaseFileError
+from bot.base.yamlread import load_yaml_text
 from bot.cases.importers import ImportReport, import_bird_critic, import_defog
 from bot.cases.importers.bird_critic import find_dump
 from bot.cases.importers.common import IMPORT_MARKER, dump_yaml, join_statements, split_statements
 from bot.cases.importers.writes import find_write_targets, table_checks
 from bot.cases.loader import load_suite
-from bot.errors import CaseFileError
-from bot.yamlread import load_yaml_text
 
 HERE = Path(__file__).resolve()
 SHARED = Path(os.environ.get("SQLCANARY_SHARED") or HERE.parents[2].parent / "shared")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import CaseFileError
+from bot.base.errors import CaseFileError
 from bot.kb import KbError, check_kb, load_kb, read_kb_dir, validate_kb
 
 SHOP = Path(__file__).resolve().parents[2] / "benchmarks" / "shop"

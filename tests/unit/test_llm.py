@@ -7,14 +7,14 @@ import logging
 
 import pytest
 
-from bot.config import Config
-from bot.errors import EXIT_BAD_INPUT
+from bot.base.errors import EXIT_BAD_INPUT
+from bot.config.llm import Price
+from bot.config.model import Config
 from bot.llm import BudgetExhausted, LLMBadOutput, LLMClient, LLMSettings, LLMUnavailable, redact
 from bot.llm.budget import Budget
 from bot.llm.cache import ReplyCache
 from bot.llm.jsonparse import JsonParseError, parse_json_object, validate
 from bot.llm.pricing import estimate_cost
-from bot.llmconfig import Price
 from tests.support.fake_openai import FakeOpenAI, Reply
 
 KEY = "sk-test-SECRET-4f9a1c"

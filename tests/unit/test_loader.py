@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from bot.base.errors import EXIT_BAD_INPUT, CaseFileError
 from bot.cases.choices import expand_column_choices
 from bot.cases.loader import load_suite, parse_duration_ms, select_cases
 from bot.cases.model import Case
-from bot.errors import EXIT_BAD_INPUT, CaseFileError
 
 SUITES = Path(__file__).resolve().parents[1] / "fixtures" / "suites"
 

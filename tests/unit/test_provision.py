@@ -10,10 +10,10 @@ import hmac
 
 import pytest
 
+from bot.base.errors import DatabaseError
 from bot.cli import main
 from bot.db.provision import check_dsn, provision, redact
 from bot.db.role import scram_verifier, verifier_matches
-from bot.errors import DatabaseError
 
 SECRET = "hunter2xyz"
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.base.errors import ConfigError
 from bot.commands.repair import _from_check
-from bot.errors import ConfigError
 
 
 def _args(**kw) -> argparse.Namespace:

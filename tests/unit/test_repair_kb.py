@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import Config, KBConfig
+from bot.config.model import Config, KBConfig
 from bot.repair.kb import JOURNAL_DIR, KBFiles, RefusedPath, Transaction, recover
 
 REPO = Path(__file__).resolve().parents[2]
@@ -140,7 +140,7 @@ CHILD = textwrap.dedent(
     """
     import os, sys, time
     sys.path.insert(0, {repo!r})
-    from bot.config import Config, KBConfig
+    from bot.config.model import Config, KBConfig
     from bot.repair.kb import KBFiles, Transaction
     kb = KBFiles.from_config(Config(base_dir={root!r}, kb=KBConfig(paths=("kb/**/*.yaml", "kb/**/*.sql"))))
     with Transaction(kb) as tx:

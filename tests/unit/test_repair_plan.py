@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import Config, KBConfig
+from bot.config.model import Config, KBConfig
 from bot.repair.kb import KBFiles
 from bot.repair.plan import PlanError, check_plan, combine_held, kb_folders, parse_plan
 

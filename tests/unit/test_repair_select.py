@@ -3,10 +3,10 @@ round-robin over the groups (no database)."""
 
 from __future__ import annotations
 
-from bot.causes import Cause, Hunk
-from bot.compare import Comparison
+from bot.base.results import CaseResult, Prediction
+from bot.compare.causes import Cause, Hunk
+from bot.compare.comparison import Comparison
 from bot.repair.select import NO_CAUSE, choose, group_failures
-from bot.results import CaseResult, Prediction
 
 
 def case(id: str, status: str, *used: str) -> CaseResult:

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 from jinja2 import StrictUndefined, UndefinedError
 
-from bot import textfilters as filters
+from bot.base import textfilters as filters
+from bot.base.results import CaseResult, Counts, GateSettings, RunMeta, RunResult, read_run, summarize
 from bot.cli import main as cli
-from bot.compare import CaseChange, Comparison, RateDelta, compare_head_only, compare_runs
+from bot.compare.comparison import CaseChange, Comparison, RateDelta, compare_head_only, compare_runs
 from bot.report import charts
 from bot.report.render import (
     COMMENT_LIMIT,
@@ -29,7 +30,6 @@ from bot.report.render import (
     render_junit,
     render_summary,
 )
-from bot.results import CaseResult, Counts, GateSettings, RunMeta, RunResult, read_run, summarize
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "golden"
 UPDATE = os.environ.get("SQLCANARY_UPDATE_GOLDEN") == "1"

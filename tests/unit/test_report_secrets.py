@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from bot.agents import AgentContext, make_agent
+from bot.base.results import CaseResult, Prediction, RunMeta, RunResult, summarize
 from bot.cases.model import Case
-from bot.compare import compare_runs
+from bot.compare.comparison import compare_runs
 from bot.github.comment import hidden_marker
 from bot.report.marker import MARKER, MAX_KEY_CHARS, comment_marker, marker_for, marker_key, valid_marker_key
 from bot.report.redact import redact_model, scrub_rendered
 from bot.report.render import FORMATS, render, render_comment
-from bot.results import CaseResult, Prediction, RunMeta, RunResult, summarize
-from bot.runner import _case_result
+from bot.run.runner import _case_result
 
 PY = sys.executable
 TOKEN = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # an underscore: Markdown escapes it as `ghp\_`

@@ -1,4 +1,4 @@
-"""A secret is masked in its encoded forms too (bot.secrets.secret_forms): base64 (standard and URL-safe, padded
+"""A secret is masked in its encoded forms too (bot.base.secrets.secret_forms): base64 (standard and URL-safe, padded
 and not, and inside a longer base64 text at any byte offset), percent-encoding and hex; by `scrub`, by the report
 redaction (subject and rendered text) and in the `::add-mask::` lines. Derived forms of short values are not
 masked: they would occur by chance."""
@@ -12,10 +12,10 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
+from bot.base.results import Prediction
+from bot.base.secrets import MASK, MIN_ENCODED_LEN, encoded_forms, scrub, secret_forms, secret_values
 from bot.github.workflow import add_mask
 from bot.report.redact import redact_model, scrub_rendered
-from bot.results import Prediction
-from bot.secrets import MASK, MIN_ENCODED_LEN, encoded_forms, scrub, secret_forms, secret_values
 
 TOKEN = "ghs_16C7e42F292c6912E7710c838347Ae178B4a"
 URL_PW = "p@ss w/rd+&?x=1"  # every character percent-encoding touches

@@ -1,12 +1,12 @@
-"""bot.secrets: which values are secret (by variable name, inside URLs and DSNs, explicit extras) and masking
+"""bot.base.secrets: which values are secret (by variable name, inside URLs and DSNs, explicit extras) and masking
 them; the repair prompts use the same scrubber."""
 
 from __future__ import annotations
 
 import pytest
 
+from bot.base.secrets import MASK, embedded_passwords, is_secret_name, scrub, secret_values
 from bot.repair.prompts import critique_messages
-from bot.secrets import MASK, embedded_passwords, is_secret_name, scrub, secret_values
 
 TOKEN = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 

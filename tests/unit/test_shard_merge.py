@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from bot.base.errors import SqlcanaryError
+from bot.base.results import CaseResult, RunMeta, RunResult, read_run, summarize, write_run
 from bot.cli import main
 from bot.commands.merge import Shard, in_shard, merge_runs, parse_shard, shard_of, suite_order
-from bot.errors import SqlcanaryError
-from bot.results import CaseResult, RunMeta, RunResult, read_run, summarize, write_run
 
 REPO = Path(__file__).resolve().parents[2]
 IDS = [f"case-{i:03d}" for i in range(300)] + ["shop-ads-cpc-by-region-q4", "ünïcode-id", "a b/c:d"]

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from bot.base.errors import SqlcanaryError
+from bot.base.results import ResultSet
 from bot.cases.model import CompareOptions
-from bot.errors import SqlcanaryError
-from bot.results import ResultSet
 from bot.scoring.execution import DEFAULTS, judge_results, resolve_options, wants_order
 from bot.scoring.order import key_positions, order_info, with_limit, with_order_keys
 from bot.scoring.presets import LEGACY, PRESETS, EvaluatorError, defog_orders

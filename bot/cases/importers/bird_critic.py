@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bot.base.errors import CaseFileError
+from bot.base.yamlread import read_text_file
 from bot.cases.importers.common import (
     ImportReport,
     SuiteDraft,
@@ -24,8 +26,6 @@ from bot.cases.importers.common import (
 )
 from bot.cases.importers.writes import find_write_targets, query_flags, table_checks
 from bot.cases.model import CATEGORIES, READ_ONLY_CATEGORIES
-from bot.errors import CaseFileError
-from bot.yamlread import read_text_file
 
 DB_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,40}")
 POSTGRES_NAMES = {"postgresql", "postgres", "pg"}

@@ -21,9 +21,9 @@ from typing import Any
 
 import yaml
 
+from bot.base.errors import CaseFileError
 from bot.cases.loader import check_sql_parses, load_suite
 from bot.cases.sqltext import skip_quoted
-from bot.errors import CaseFileError
 
 IMPORT_MARKER = ".sqlcanary-import.json"
 

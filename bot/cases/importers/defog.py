@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bot.base.errors import CaseFileError
 from bot.cases.importers.common import (
     ImportReport,
     SuiteDraft,
@@ -23,7 +24,6 @@ from bot.cases.importers.common import (
     publish_suite,
     split_statements,
 )
-from bot.errors import CaseFileError
 
 REQUIRED_COLUMNS = ("question", "query", "db_name")
 CURRENT_TIME_RE = re.compile(r"\b(current_date|current_timestamp|localtimestamp|now\s*\()", re.IGNORECASE)

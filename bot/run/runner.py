@@ -16,16 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from bot.agents.base import AgentAdapter, Answer
-from bot.cache import AnswerCache, AnswerSource
-from bot.cases.model import Case, CompareOptions, Suite
-from bot.db.provision import Server
-from bot.db.scratch import scratch_factory
-from bot.db.session import ConnectionLost, Session
-from bot.db.templates import Database, working_databases
-from bot.errors import DatabaseError
-from bot.evaluate import Evaluation, evaluate_case
-from bot.gitrepo import git_sha
-from bot.results import (
+from bot.base.errors import DatabaseError
+from bot.base.git import git_sha
+from bot.base.results import (
     EVALUATOR_VERSION,
     Attempt,
     CaseResult,
@@ -37,6 +30,13 @@ from bot.results import (
     summarize,
     write_run,
 )
+from bot.cases.model import Case, CompareOptions, Suite
+from bot.db.provision import Server
+from bot.db.scratch import scratch_factory
+from bot.db.session import ConnectionLost, Session
+from bot.db.templates import Database, working_databases
+from bot.run.cache import AnswerCache, AnswerSource
+from bot.run.evaluate import Evaluation, evaluate_case
 from bot.scoring.execution import resolve_options
 
 SAVE_EVERY_S = 5.0

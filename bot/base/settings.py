@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from bot.secrets import secret_values
+from bot.base.secrets import secret_values
 
 ENV_CACHE_DIR = "SQLCANARY_CACHE_DIR"
 ENV_ANSWER_CACHE = "SQLCANARY_ANSWER_CACHE"

@@ -18,12 +18,12 @@ from jinja2 import (
     select_autoescape,
 )
 
-from bot.textfilters import FILTERS, clean
+from bot.base.textfilters import FILTERS, clean
 
 
 def _loaders() -> list[BaseLoader]:
     loaders: list[BaseLoader] = []
-    source = Path(__file__).resolve().parents[1] / "templates"
+    source = Path(__file__).resolve().parents[2] / "templates"
     if (source / "comment.md.j2").is_file():  # a source tree: edit a template, see it at once
         loaders.append(FileSystemLoader(source))
     try:  # the wheel: templates/ packaged as bot/templates

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
+from bot.base.results import Status, Verdict
 from bot.cases.model import Case, CompareOptions
 from bot.db.session import Outcome, Session
 from bot.db.statements import UnsafeSQL, write_statements
-from bot.results import Status, Verdict
 from bot.scoring.execution import error_verdict, judge_results, wants_order
 from bot.scoring.order import key_positions, with_limit, with_order_keys, without_distinct
 from bot.scoring.qep import qep_verdict

@@ -17,8 +17,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bot.config import RESOLVED_MARK, RESOLVED_VERSION, AgentConfig, Config
-from bot.llmconfig import LLMSettings
+from bot.config.llm import LLMSettings
+from bot.config.model import RESOLVED_MARK, RESOLVED_VERSION, AgentConfig, Config
 
 # Settings that decide where data and secrets go; the rest of the base-only settings decide the verdict.
 _ROUTING = ("dsn", "postgres", "llm", "agent.env")
@@ -130,7 +130,7 @@ def head_config_alone(head: Config) -> tuple[Config, tuple[str, ...]]:
 
 
 def write_resolved(config: Config, path: Path) -> Path:
-    """The resolved config as a file a child `sqlcanary run --config` loads as it is (bot.config.load_config),
+    """The resolved config as a file a child `sqlcanary run --config` loads as it is (bot.config.model.load_config),
     so the child and the built-in `llm` agent read exactly what the parent decided, and no file of the tree."""
     doc = {RESOLVED_MARK: RESOLVED_VERSION, "config": config.model_dump(mode="json")}
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""Can two runs be compared at all? Pure checks on their meta, used by bot.compare.
+"""Can two runs be compared at all? Pure checks on their meta, used by bot.compare.comparison.
 
 A comparison judges the change between two commits, so everything else must be held still. What makes the runs
 `incomparable` (exit 2 unless `--force`), because a verdict would then reflect the setup and not the change:
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.results import RunMeta, RunResult
+from bot.base.results import RunMeta, RunResult
 
 _IDS_SHOWN = 5
 

@@ -1,7 +1,7 @@
 """The `llm:` section of sqlcanary.yml. The API key itself is never in a config file: only the name of the
 environment variable that holds it (`api_key_env`).
 
-Config models, so they live in the bottom layer beside bot.config (which embeds them) rather than in bot.llm,
+Config models, so they live in the bottom layer beside bot.config.model (which embeds them) rather than in bot.llm,
 which sits above the config (ARCHITECTURE.md, import direction)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field
 
-from bot.results import FrozenModel
+from bot.base.results import FrozenModel
 
 ENV_BASE_URL = "SQLCANARY_LLM_BASE_URL"
 ENV_MODEL = "SQLCANARY_LLM_MODEL"

@@ -1,5 +1,5 @@
 """The names of the comparison presets, in a bottom-layer module so that both case files (bot.cases) and
-sqlcanary.yml (bot.config) can validate a `preset:` against one list. bot/scoring/presets.py implements them
+sqlcanary.yml (bot.config.model) can validate a `preset:` against one list. bot/scoring/presets.py implements them
 (tests/unit/test_tables.py checks that every name but `sqlcanary` has a legacy evaluator)."""
 
 from __future__ import annotations

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bot.base.git import repo_root, tree_contents
 from bot.cases.model import Case
-from bot.config import Config
-from bot.gitrepo import repo_root, tree_contents
+from bot.config.model import Config
 
 FINGERPRINT_VERSION = "1"
 MAX_CODE_FILES = 2000  # *.py files hashed under an agent's folder, at most (in a stable walk order)

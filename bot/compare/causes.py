@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
-from bot.results import FrozenModel
+from bot.base.results import FrozenModel
 
 if TYPE_CHECKING:  # compare imports this module's models; the function below only reads a Comparison
-    from bot.compare import Comparison
+    from bot.compare.comparison import Comparison
 
 MAX_HUNK_LINES = 24  # diff lines kept per hunk (what the reports and the repair prompt show)
 MAX_HUNK_CHARS = 2000

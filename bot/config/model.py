@@ -8,14 +8,14 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
-from bot.errors import ConfigError
-from bot.llmconfig import LLMSettings
-from bot.presetnames import check_preset
-from bot.results import FrozenModel, GateSettings
-from bot.yamlread import LineDict, load_yaml_file
+from bot.base.errors import ConfigError
+from bot.base.results import FrozenModel, GateSettings
+from bot.base.yamlread import LineDict, load_yaml_file
+from bot.config.llm import LLMSettings
+from bot.config.presets import check_preset
 
 CONFIG_NAMES = ("sqlcanary.yml", "sqlcanary.yaml")
-# A config resolved by `check` for one side (bot.trusted_config.write_resolved): JSON, loaded as it is.
+# A config resolved by `check` for one side (bot.config.trusted.write_resolved): JSON, loaded as it is.
 RESOLVED_MARK = "sqlcanary_resolved_config"
 RESOLVED_VERSION = 1
 
@@ -81,7 +81,7 @@ class Config(FrozenModel):
 
 
 def _resolved(p: Path) -> Config | None:
-    """A config `check` resolved for one side (bot.trusted_config), or None for an ordinary config file."""
+    """A config `check` resolved for one side (bot.config.trusted), or None for an ordinary config file."""
     if p.suffix != ".json":
         return None
     try:

@@ -1,4 +1,4 @@
-"""Per-case changes between two runs, for bot.compare (which re-exports these names). Pure.
+"""Per-case changes between two runs, for bot.compare.comparison (which re-exports these names). Pure.
 
 - CaseChange and its Transition: one case's change from base to head.
 - classify_case: a case's transition. When a repeated case's attempts disagree, McNemar's test on the paired
@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Literal
 
-from bot.errors import ResultFileError
-from bot.results import CaseResult, FrozenModel, GateSettings, RunResult
-from bot.stats import discordant_pairs, mcnemar_one_sided
+from bot.base.errors import ResultFileError
+from bot.base.results import CaseResult, FrozenModel, GateSettings, RunResult
+from bot.base.stats import discordant_pairs, mcnemar_one_sided
 
 Transition = Literal[
     "still_passing",  # passed in both
@@ -67,7 +67,9 @@ class CaseChange(FrozenModel):
     source: str | None = None  # case file:line
     renamed_from: str | None = None  # renamed: the id the case had in base
     outcome: Transition | None = None  # renamed: the pair's own transition (still_passing, regressed, ...)
-    gold_sql: tuple[str, ...] = ()  # from the suite, when the caller had it (check does; see bot.causes)
+    gold_sql: tuple[
+        str, ...
+    ] = ()  # from the suite, when the caller had it (check does; see bot.compare.causes)
     head_used: tuple[str, ...] = ()  # the KB spans each side's answer said it used (Prediction.used)
     base_used: tuple[str, ...] = ()
     # The same id with other content (question, database, gold SQL or category): each side was judged by its

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bot.errors import ConfigError
+from bot.base.errors import ConfigError
 
 _TIMEOUT_S = 120
 

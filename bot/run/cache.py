@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from bot.agents.base import AgentAdapter, Answer, current_attempt
+from bot.base.results import RunResult, read_run, write_json_atomic, write_run
 from bot.cases.model import Case
-from bot.fingerprint import answer_key
-from bot.results import RunResult, read_run, write_json_atomic, write_run
+from bot.run.fingerprint import answer_key
 
 ANSWER_CACHE_VERSION = 1
 

@@ -1,6 +1,6 @@
 """Small Jinja filters for the reports and the prompts. Questions, SQL and reasons come from agents and pull
 requests: the Markdown filters make them inert (no HTML, no mentions, no issue links, no fence that the content
-can close). A bottom-layer module (bot.templating registers them) so that prompts rendered by bot.agents,
+can close). A bottom-layer module (bot.base.templating registers them) so that prompts rendered by bot.agents,
 bot.scoring and bot.repair need not import bot.report."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The quality gate: which settings apply (`resolve_gate`), whether a comparison passes and why (`gate_reasons`),
 and what a verdict means to a shell (`exit_code`) and to GitHub (`check_conclusion`): one place for each.
 
-`gate_reasons` is called by bot.compare after classifying every case; it reads CaseChange and RateDelta only.
+`gate_reasons` is called by bot.compare.comparison after classifying every case; it reads CaseChange and RateDelta only.
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from bot.errors import EXIT_BAD_INPUT, EXIT_GATE, EXIT_OK, ConfigError
-from bot.results import GateSettings
-from bot.transitions import fails_base_version
+from bot.base.errors import EXIT_BAD_INPUT, EXIT_GATE, EXIT_OK, ConfigError
+from bot.base.results import GateSettings
+from bot.compare.transitions import fails_base_version
 
 if TYPE_CHECKING:
-    from bot.compare import CaseChange, RateDelta
+    from bot.compare.comparison import CaseChange, RateDelta
 
 GATE_FIELDS: tuple[str, ...] = tuple(GateSettings.model_fields)
 _EXIT = {"pass": EXIT_OK, "regressions": EXIT_GATE, "incomparable": EXIT_BAD_INPUT}

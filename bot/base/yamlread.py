@@ -1,5 +1,5 @@
 """YAML loading that remembers line numbers, so errors can name file:line. A bottom-layer module: case files
-(bot.cases) and sqlcanary.yml (bot.config) are both read with it."""
+(bot.cases) and sqlcanary.yml (bot.config.model) are both read with it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from bot.errors import CaseFileError
+from bot.base.errors import CaseFileError
 
 
 class LineDict(dict):

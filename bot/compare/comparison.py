@@ -1,11 +1,11 @@
 """compare_runs(base, head, ...) -> Comparison: which cases a change broke or fixed, and how sure we are. Pure.
 
 The models below, with CaseChange, are the contract the reports, the check command and the GitHub adapter
-read. CaseChange and the per-case classification and pairing live in bot.transitions; this module re-exports
+read. CaseChange and the per-case classification and pairing live in bot.compare.transitions; this module re-exports
 them.
 
 - Runs that cannot be judged against each other (another suite, a changed fixture of a database both use,
-  another case selection or shard, preset or evaluator version) are `incomparable`: see bot.comparable for
+  another case selection or shard, preset or evaluator version) are `incomparable`: see bot.compare.comparable for
   what counts and why. A database only one run uses is fine: a pull request may add one.
 - Cases pair by id. A case only in base whose content hash (CaseResult.case_hash: question, database, gold
   SQL, category) matches exactly one case only in head, and no other, is a rename: one `renamed` change,
@@ -24,11 +24,11 @@ from typing import Literal
 
 from pydantic import Field
 
-from bot.causes import Cause
-from bot.comparable import describe_selection, incomparable_reasons, run_warnings, selection
-from bot.gate import gate_reasons, pass_rate_floor
-from bot.results import Counts, FrozenModel, GateSettings, RunMeta, RunResult, summarize
-from bot.transitions import (
+from bot.base.results import Counts, FrozenModel, GateSettings, RunMeta, RunResult, summarize
+from bot.compare.causes import Cause
+from bot.compare.comparable import describe_selection, incomparable_reasons, run_warnings, selection
+from bot.compare.gate import gate_reasons, pass_rate_floor
+from bot.compare.transitions import (
     TRANSITIONS,
     CaseChange,
     Transition,
@@ -39,7 +39,7 @@ from bot.transitions import (
     pair_cases,
 )
 
-# Callers import the per-case names (bot.transitions) and the gate's from here too.
+# Callers import the per-case names (bot.compare.transitions) and the gate's from here too.
 __all__ = [
     "COMPARISON_SCHEMA_VERSION",
     "NO_BASELINE",
@@ -100,7 +100,7 @@ class Comparison(FrozenModel):
     by_category: dict[str, RateDelta] = Field(default_factory=dict)
     counts: dict[str, int] = Field(default_factory=dict)  # transition -> number of cases
     cases: tuple[CaseChange, ...] = ()
-    # Cause linking (bot.causes), when the caller knew the diff between the two trees (check does, compare
+    # Cause linking (bot.compare.causes), when the caller knew the diff between the two trees (check does, compare
     # cannot): `linked` says it ran; each cause names changed lines and the regressed cases that used them.
     linked: bool = False
     changed_files: tuple[str, ...] = ()

@@ -19,7 +19,7 @@ from pydantic import (
     model_serializer,
 )
 
-from bot.errors import ResultFileError
+from bot.base.errors import ResultFileError
 
 SCHEMA_VERSION = 1
 # Bumped whenever a scorer's decision rules change: runs scored by different versions are not comparable.
