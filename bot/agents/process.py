@@ -13,14 +13,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from bot.agents.base import AgentContext, Answer, parse_reply_text, request_for, scrub_answer
+from bot.agents.exchange import Exchange, exchange
+from bot.agents.line_process import LineProcess
 from bot.agents.pipes import (
     GRACE_S,
     POLL_S,
     STDERR_KEEP,
     STDOUT_CAP,
-    Exchange,
-    LineProcess,
-    exchange,
     exit_words,
     resolve_argv,
     size_words,

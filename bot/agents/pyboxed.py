@@ -21,7 +21,8 @@ from typing import Any
 
 from bot.agents import pyhost
 from bot.agents.base import AgentContext, Answer, answer_from_reply, request_for, scrub_answer
-from bot.agents.pipes import GRACE_S, POLL_S, STDOUT_CAP, LineProcess, exit_words, size_words, text_tail
+from bot.agents.line_process import LineProcess
+from bot.agents.pipes import GRACE_S, POLL_S, STDOUT_CAP, exit_words, size_words, text_tail
 from bot.base.errors import AgentError
 from bot.cases.model import Case
 

@@ -1,12 +1,13 @@
 """The sandbox a pull request's agent runs in when sqlcanary runs as root (always, in the Action's container).
 
 Every process of the agent runs as a fresh unprivileged user id of its own (no /etc/passwd entry, no process
-with that id running, a group of the same number and no other group), in a session of its own, with umask 077,
-`no_new_privs` (through `setpriv`, so no setuid program gives root back) and a private home folder. As another
-user it cannot read the environment or the memory of sqlcanary's processes (/proc/<pid>/environ and
-/proc/<pid>/fd/* need the same user id, and the evaluator is non-dumpable besides), cannot write root's files,
-and cannot signal anything but its own processes. `close()` kills every process of that id (a `setsid` or
-double-forked child included) with a `kill(-1)` run as that id, then removes the home folder.
+with that id running: bot.agents.user_ids; a group of the same number and no other group), in a session of its
+own, with umask 077, `no_new_privs` (through `setpriv`, so no setuid program gives root back) and a private
+home folder. As another user it cannot read the environment or the memory of sqlcanary's processes
+(/proc/<pid>/environ and /proc/<pid>/fd/* need the same user id, and the evaluator is non-dumpable besides),
+cannot write root's files, and cannot signal anything but its own processes. `close()` kills every process of
+that id (a `setsid` or double-forked child included) with a `kill(-1)` run as that id, then removes the home
+folder.
 
 The switch of user id uses Python's C-level subprocess support (`user=`, `group=`, `extra_groups=`, `umask=`),
 never `preexec_fn`: agents are started from worker threads. Not root (a laptop, a non-root CI job): no sandbox,
@@ -16,11 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import fcntl
-import grp
 import os
-import pwd
-import random
 import shutil
 import stat
 import subprocess
@@ -32,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from bot.agents import reach
+from bot.agents.user_ids import claim_free_id, processes_by_user
 from bot.base.errors import AgentError
 
-UID_FIRST, UID_LAST = 61000, 64999  # inside the 65536 ids a container's user namespace usually maps
 NOT_ROOT = "off: not running as root"
 _KILL = "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept ProcessLookupError:\n    pass\n"
 _NO_NEW_PRIVS_EXEC = (
@@ -64,34 +61,6 @@ def make_undumpable() -> bool:
 def forbid_new_privileges() -> bool:
     """No setuid program or file capability gives this process (or its children) more than it has."""
     return _prctl(_PR_SET_NO_NEW_PRIVS, 1)
-
-
-def processes_by_user() -> dict[int, list[int]]:
-    """{user id: [pid, ...]} of every process that is not a zombie (real, effective, saved and fs ids)."""
-    found: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            status = Path(entry.path, "status").read_text()
-        except OSError:
-            continue  # it just exited
-        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        if fields.get("State", "").strip().startswith("Z"):
-            continue
-        for uid in {int(u) for u in fields.get("Uid", "").split()}:
-            found.setdefault(uid, []).append(int(entry.name))
-    return found
-
-
-def _known_id(uid: int) -> bool:
-    for lookup in (pwd.getpwuid, grp.getgrgid):
-        try:
-            lookup(uid)
-            return True
-        except KeyError:
-            continue
-    return False
 
 
 def _safe_root() -> Path:
@@ -234,26 +203,6 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _lock(path: Path) -> int | None:
-    """An exclusive lock on `path` (released when this process exits), or None when another evaluation holds it
-    or removed the file meanwhile (its lock no longer guards the name)."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        if os.fstat(fd).st_ino == os.stat(path, follow_symlinks=False).st_ino:
-            return fd
-    except (BlockingIOError, FileNotFoundError):
-        pass
-    os.close(fd)
-    return None
-
-
-def _candidates() -> Iterator[int]:
-    start = random.randrange(UID_FIRST, UID_LAST + 1)
-    for offset in range(UID_LAST - UID_FIRST + 1):
-        yield UID_FIRST + (start - UID_FIRST + offset) % (UID_LAST - UID_FIRST + 1)
-
-
 def sandbox_wanted() -> bool:
     return sys.platform.startswith("linux") and os.geteuid() == 0
 
@@ -263,22 +212,12 @@ def open_sandbox(*, root: Path | None = None) -> Sandbox | None:
     if not sandbox_wanted():
         return None
     root = root or _safe_root()
-    running = processes_by_user()
-    for uid in _candidates():
-        if uid in running or _known_id(uid):
-            continue
-        fd = _lock(root / f"{uid}.lock")
-        if fd is None:
-            continue
-        if uid in processes_by_user():  # started between the scan and the lock
-            os.close(fd)
-            continue
-        try:
-            return Sandbox(uid, root, fd)
-        except BaseException:
-            os.close(fd)
-            raise
-    raise AgentError(f"no free user id in {UID_FIRST}-{UID_LAST} for the agent's sandbox")
+    uid, fd = claim_free_id(root)
+    try:
+        return Sandbox(uid, root, fd)
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def isolation_note(sandbox: Sandbox | None) -> str:

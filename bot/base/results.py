@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -111,49 +110,6 @@ class CaseResult(FrozenModel):
     @property
     def repeats(self) -> int:
         return len(self.attempts) or 1
-
-
-class GateSettings(FrozenModel):
-    """When a comparison fails the gate. A regression is only called when it is significant (exact McNemar
-    test on the paired attempts, p < alpha) and at least `min_regression_count` attempts moved."""
-
-    max_regressions: int = Field(default=0, ge=0)
-    min_pass_rate: float | None = Field(default=None, ge=0, le=1)
-    max_pass_rate_drop: float | None = Field(default=None, ge=0, le=1)
-    alpha: float = Field(default=0.05, gt=0, lt=1)
-    min_regression_count: int = Field(default=1, ge=1)
-    # A deleted case cannot fail: removing cases fails the gate unless this says it is fine (renames are not
-    # removals). A case that passed on base and is invalid on head (its gold or fixture broke) fails it unless
-    # allow_invalid.
-    allow_removed: bool = False
-    allow_invalid: bool = False
-    # A case the head edited (its question, gold or category) whose head answer fails the base's version, where
-    # the base's answer passed it, fails the gate unless this says the edit is fine (`check` judges both).
-    allow_edited: bool = False
-
-
-class CaseContent(Protocol):
-    """What identifies a case's content (bot.cases.model.Case has it), for case_content_hash."""
-
-    @property
-    def question(self) -> str: ...
-    @property
-    def db(self) -> str: ...
-    @property
-    def gold_sql(self) -> tuple[str, ...]: ...
-    @property
-    def category(self) -> str: ...
-
-
-def case_content_hash(case: CaseContent) -> str:
-    """A hash of what a case asks (question, database, gold SQL, category; whitespace runs collapsed), not of
-    its id, tags or file: compare pairs a removed case with a new one of the same hash as a rename."""
-
-    def norm(text: str) -> str:
-        return " ".join(text.split())
-
-    content = [case.category, case.db, norm(case.question), [norm(g) for g in case.gold_sql]]
-    return hashlib.sha256(json.dumps(content, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
 
 
 class Counts(FrozenModel):

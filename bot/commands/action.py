@@ -18,25 +18,28 @@ import argparse
 import os
 import sys
 import traceback
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TextIO
 
 from bot.agents.sandbox import make_undumpable
 from bot.base.errors import EXIT_BUG, EXIT_OK, ConfigError, SqlcanaryError
-from bot.base.results import read_run
+from bot.base.git import repo_root
 from bot.base.secrets import secret_forms
 from bot.base.settings import Settings
-from bot.commands.action_publish import Publisher, outputs_of_check, outputs_of_run, write_untrusted_payload
-from bot.commands.check import CheckResult, run_baseline, run_check
-from bot.commands.request import CheckRequest, RunRequest
-from bot.commands.run import run_command
+from bot.check.pipeline import CheckResult, run_baseline, run_check
+from bot.check.request import CheckRequest
+from bot.github.context import ActionContext
 from bot.github.event import EventContext, load_event
 from bot.github.gitfetch import ensure_commit, verify_checkout
-from bot.github.inputs import ActionInputs, Mode, RunnerContext, read_inputs
+from bot.github.inputs import Mode, RunnerContext, read_inputs
+from bot.github.publish import Publisher, outputs_of_check, outputs_of_run, write_untrusted_payload
+from bot.github.repair_flow import RepairStep, repair_step
 from bot.github.runnerfiles import lock_runner_files
 from bot.github.workflow import StepLog, add_mask, error, notice
+from bot.run.pipeline import evaluate_request, run_exit
+from bot.run.request import RunRequest
 
 RESULTS_DIR = "sqlcanary-results"
 _DEFAULT_MODE: dict[str, Mode] = {"pull_request": "check", "push": "baseline", "workflow_dispatch": "sweep"}
@@ -46,33 +49,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = (
         "Run as a GitHub Action: reads INPUT_* and GITHUB_* from the environment (see action.yml)."
     )
-
-
-@dataclass(frozen=True)
-class ActionContext:
-    """Everything `action` needs besides the GitHub client: the inputs, the runner's variables, the event."""
-
-    inputs: ActionInputs
-    runner: RunnerContext
-    event: EventContext
-    mode: Mode
-
-    @property
-    def trusted(self) -> bool:
-        return not self.event.untrusted
-
-    @property
-    def key(self) -> str:
-        """The sticky comment's and check run's identity: one per workflow, job, suite, shard and `comment-key`
-        (matrix legs that differ in something else, e.g. the model, would otherwise share one comment)."""
-        parts = [
-            self.runner.workflow,
-            self.runner.job,
-            self.inputs.suite or self.inputs.config or "",
-            self.inputs.shard,
-            self.inputs.comment_key,
-        ]
-        return "/".join(p for p in parts if p)
 
 
 def main(args: argparse.Namespace, settings: Settings) -> int:  # noqa: ARG001
@@ -195,7 +171,10 @@ def _action(ctx: ActionContext, settings: Settings, *, make_github: Any, log: St
     run_settings = action_settings(settings, ctx, workdir)
     out_dir = workdir / RESULTS_DIR
     if ctx.mode == "repair":
-        raise ConfigError("input `mode`: `repair` is not available yet; use `sqlcanary repair` on a machine")
+        raise ConfigError(
+            "input `mode`: `repair` runs within `check` (input `repair: true`); on a machine use "
+            "`sqlcanary repair`"
+        )
     if not ctx.trusted:
         why = _untrusted_why(ctx.event)
         log.command(
@@ -232,19 +211,41 @@ def _check(
     if ctx.event.head_sha:  # before any evaluation or write: the check run goes to the commit evaluated
         verify_checkout(workdir, ctx.event.head_sha)
     ensure_commit(workdir, base_sha, token=ctx.inputs.github_token if ctx.trusted else None)
+    repairing = ctx.inputs.repair and ctx.trusted
     req = CheckRequest(
-        run=_run_request(ctx, None), base=base_sha, out_dir=str(out_dir), trust_head_config=False
+        run=_run_request(ctx, None),
+        base=base_sha,
+        out_dir=str(out_dir),
+        trust_head_config=False,
+        attribute_calls=ctx.inputs.repair_max_agent_calls if repairing else 0,
+        write_comment=False,  # rendered once, by the publisher, with the repair's line
     )
 
     def say(text: str) -> None:
         log.say(f"sqlcanary: {text}")
 
     result: CheckResult = run_check(req, settings, say=say)
+    if ctx.inputs.repair and not ctx.trusted:
+        say(f"no repair pull request for {_untrusted_why(ctx.event)}")
+    step = RepairStep(None)
+    if repairing:
+        step = repair_step(
+            ctx,
+            settings,
+            result,
+            make_github=publisher.make_github or (lambda _: None),
+            workdir=workdir,
+            repo=repo_root(workdir) or workdir,
+            say=say,
+        )
+        if step.note:
+            say(step.note)
     enforce = ctx.inputs.fail_on_regression
-    publication = publisher.publish_check(result, enforce=enforce)
+    lead = f"**Repair:** {step.note}" if step.note else ""
+    publication = publisher.publish_check(result, enforce=enforce, lead=lead)
     if not ctx.trusted:
         write_untrusted_payload(out_dir, ctx, publication)
-    publisher.write_outputs(outputs_of_check(result, out_dir))
+    publisher.write_outputs({**outputs_of_check(result, out_dir), **step.outputs})
     code = result.exit_code
     return EXIT_OK if not enforce and result.comparison.verdict == "regressions" else code
 
@@ -264,8 +265,9 @@ def _baseline(
 def _sweep(ctx: ActionContext, settings: Settings, publisher: Publisher, out_dir: Path) -> int:
     out = out_dir / "run.json"
     req = replace(_run_request(ctx, str(out)), shard=ctx.inputs.shard)
-    code = run_command(req, settings)
-    run = read_run(out)
+    done = evaluate_request(req, settings)
+    code = run_exit(done, req, say=publisher.log.say)
+    run = done.run
     publisher.publish_run(run, title="sweep" + (f" (shard {ctx.inputs.shard})" if ctx.inputs.shard else ""))
     publisher.write_outputs(outputs_of_run(run, out))
     return code

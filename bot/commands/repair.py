@@ -13,7 +13,8 @@ from bot.base.results import RunResult, count, read_run, write_json_atomic
 from bot.base.secrets import scrub
 from bot.base.settings import Settings
 from bot.cases.loader import load_suite
-from bot.config.model import Config, database_url, find_config
+from bot.config.model import database_url, find_config
+from bot.repair.setup import make_client
 
 DEFAULT_OUT = "sqlcanary-results/repair"
 
@@ -92,17 +93,6 @@ def base_pass_rate(base: RunResult, suite) -> float | None:
     """The base run's pass rate over the suite's cases only, like the head's and the repaired one's."""
     ids = {c.id for c in suite.cases}
     return count([c for c in base.cases if c.id in ids]).pass_rate
-
-
-def make_client(config: Config, *, max_calls: int, settings: Settings):
-    """The LLM client, its call budget capped at --max-llm-calls (the endpoint never sees more requests)."""
-    from bot.llm import LLMClient
-    from bot.llm.cache import ReplyCache
-
-    llm = config.llm
-    cap = min(max_calls, llm.budget.max_calls) if llm.budget.max_calls is not None else max_calls
-    llm = llm.model_copy(update={"budget": llm.budget.model_copy(update={"max_calls": cap})})
-    return LLMClient(llm, environ=settings.environ, cache=ReplyCache(settings.cache_dir / "llm"))
 
 
 class _NoLLM:

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from bot.base.errors import EXIT_OK, ConfigError, ResultFileError
 from bot.base.results import RunResult, read_run, write_json_atomic
 from bot.base.settings import Settings
-from bot.commands.compare import add_gate_arguments, gate_from_args
+from bot.commands.common import add_gate_arguments, gate_from_args
 from bot.compare.comparison import Comparison, compare_runs
 from bot.report.render import FORMATS, render
 

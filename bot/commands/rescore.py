@@ -7,12 +7,13 @@ import argparse
 from bot.base.errors import ConfigError
 from bot.base.results import read_run
 from bot.base.settings import Settings
-from bot.commands import run as run_command
+from bot.commands.common import add_run_command_arguments, show_run
+from bot.run.request import RunRequest
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_file", metavar="RUN.json", help="a saved RunResult")
-    run_command.add_arguments(p)
+    add_run_command_arguments(p)
 
 
 def main(args: argparse.Namespace, settings: Settings) -> int:
@@ -24,4 +25,4 @@ def main(args: argparse.Namespace, settings: Settings) -> int:
                 "the run does not say where its suite is: pass the suite folder", path=args.run_file
             )
         args.suite = saved
-    return run_command.main(args, settings)
+    return show_run(RunRequest.from_args(args), settings)

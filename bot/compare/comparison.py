@@ -24,7 +24,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from bot.base.results import Counts, FrozenModel, GateSettings, RunMeta, RunResult, summarize
+from bot.base.results import Counts, FrozenModel, RunMeta, RunResult, summarize
 from bot.compare.causes import Cause
 from bot.compare.comparable import describe_selection, incomparable_reasons, run_warnings, selection
 from bot.compare.gate import gate_reasons, pass_rate_floor
@@ -38,6 +38,7 @@ from bot.compare.transitions import (
     new_cases,
     pair_cases,
 )
+from bot.config.gate_settings import GateSettings
 
 # Callers import the per-case names (bot.compare.transitions) and the gate's from here too.
 __all__ = [

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 
 from bot.base.errors import EXIT_BAD_INPUT, EXIT_GATE, EXIT_OK, ConfigError
-from bot.base.results import GateSettings
 from bot.compare.transitions import fails_base_version
+from bot.config.gate_settings import GateSettings
 
 if TYPE_CHECKING:
     from bot.compare.comparison import CaseChange, RateDelta

@@ -13,8 +13,9 @@ from collections import defaultdict
 from typing import Literal
 
 from bot.base.errors import ResultFileError
-from bot.base.results import CaseResult, FrozenModel, GateSettings, RunResult
+from bot.base.results import CaseResult, FrozenModel, RunResult
 from bot.base.stats import discordant_pairs, mcnemar_one_sided
+from bot.config.gate_settings import GateSettings
 
 Transition = Literal[
     "still_passing",  # passed in both

@@ -9,8 +9,9 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator
 
 from bot.base.errors import ConfigError
-from bot.base.results import FrozenModel, GateSettings
-from bot.base.yamlread import LineDict, load_yaml_file
+from bot.base.results import FrozenModel
+from bot.base.yamlread import LineDict, LineList, load_yaml_file
+from bot.config.gate_settings import GateSettings
 from bot.config.llm import LLMSettings
 from bot.config.presets import check_preset
 
@@ -18,6 +19,10 @@ CONFIG_NAMES = ("sqlcanary.yml", "sqlcanary.yaml")
 # A config resolved by `check` for one side (bot.config.trusted.write_resolved): JSON, loaded as it is.
 RESOLVED_MARK = "sqlcanary_resolved_config"
 RESOLVED_VERSION = 1
+# The only files a repair may write (bot.repair.kb uses these): KB text, never code or data such as JSON; and
+# folders it never writes into, whatever `kb.paths` says.
+KB_SUFFIXES = (".yaml", ".yml", ".sql", ".md")
+NEVER_WRITTEN_DIRS = (".git", ".github", ".sqlcanary")
 
 
 class AgentConfig(FrozenModel):
@@ -114,7 +119,7 @@ def load_config(path: str | Path) -> Config:
             line=doc.line_of(reserved) if isinstance(doc, LineDict) else None,
         )
     try:
-        return Config(**doc, base_dir=str(p.parent.resolve()), config_file=str(p.resolve()))
+        config = Config(**doc, base_dir=str(p.parent.resolve()), config_file=str(p.resolve()))
     except ValidationError as exc:
         err = exc.errors()[0]
         key = str(err["loc"][0]) if err["loc"] else ""
@@ -123,6 +128,52 @@ def load_config(path: str | Path) -> Config:
         raise ConfigError(f"{where}: {err['msg']}", path=str(p), line=line) from exc
     except TypeError as exc:
         raise ConfigError(str(exc), path=str(p)) from exc
+    check_kb_paths(config, lines=_glob_lines(doc))
+    return config
+
+
+def _glob_lines(doc: dict) -> tuple[int | None, ...]:
+    """The line of each `kb.paths` glob in the file (the `kb` key's line when the YAML did not say)."""
+    kb = doc.get("kb")
+    paths = kb.get("paths") if isinstance(kb, dict) else None
+    if isinstance(paths, LineList):
+        return tuple(paths.line_of(i) for i in range(len(paths)))
+    line = doc.line_of("kb") if isinstance(doc, LineDict) else None
+    return (line,) * len(paths) if isinstance(paths, list | tuple) else ()
+
+
+def unwritable_kb_file(rel: str) -> str | None:
+    """Why the repair loop can never edit the KB file `rel` (a posix path relative to the config's folder), or
+    None when it can."""
+    parts = rel.split("/")
+    hidden = next((p for p in parts[:-1] if p.lower() in NEVER_WRITTEN_DIRS), None)
+    if hidden:
+        return f"files under {hidden}/ are never written"
+    if Path(rel).suffix.lower() not in KB_SUFFIXES:
+        return f"only {', '.join(KB_SUFFIXES)} files are KB files the repair can edit (no code, no data)"
+    return None
+
+
+def check_kb_paths(config: Config, *, lines: tuple[int | None, ...] = ()) -> None:
+    """ConfigError (exit 2) naming the glob and the file when a `kb.paths` glob matches an existing file that
+    the repair loop could never edit: every plan touching it would be refused after the LLM call was paid for.
+    Globs that are absolute or hold `..` are left to the repair loop, which refuses them."""
+    base = Path(config.base_dir)
+    for i, glob in enumerate(config.kb.paths):
+        if not glob or Path(glob).is_absolute() or ".." in glob.split("/"):
+            continue
+        for found in sorted(base.glob(glob)):
+            if not found.is_file():
+                continue
+            rel = found.relative_to(base).as_posix()
+            why = unwritable_kb_file(rel)
+            if why:
+                raise ConfigError(
+                    f"kb.paths glob {glob!r} matches {rel}, which the repair can never edit: {why}. "
+                    "Narrow the glob to the KB files, e.g. 'kb/**/*.yaml'",
+                    path=config.config_file,
+                    line=lines[i] if i < len(lines) else None,
+                )
 
 
 def find_config(explicit: str | None, suite: str | None) -> Config:

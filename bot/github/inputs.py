@@ -30,6 +30,9 @@ OUTPUTS = (
     "comment-path",
     "results-path",
     "repair-pr-number",
+    "repair-pr-url",
+    "repaired",
+    "still-failing",
 )
 _TRUE = ("true", "yes", "1", "on")
 _FALSE = ("false", "no", "0", "off")
@@ -55,8 +58,11 @@ class ActionInputs(FrozenModel):
     comment_key: str | None = Field(default=None, max_length=100)
     cache_dir: str = ".sqlcanary/cache"
     working_directory: str = "."
+    repair: bool = False
+    repair_max_llm_calls: int = Field(default=20, ge=0, le=1000)
+    repair_max_agent_calls: int = Field(default=100, ge=0, le=10000)
 
-    @field_validator("fail_on_regression", "check_run", mode="before")
+    @field_validator("fail_on_regression", "check_run", "repair", mode="before")
     @classmethod
     def _boolean(cls, value: object) -> object:
         if isinstance(value, str):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bot.base.settings import Settings
 from bot.cases.model import Suite
-from bot.compare.causes import FileDiff
+from bot.compare.diff import FileDiff
 from bot.config.model import Config
 from bot.db.provision import Server
 from bot.repair.attribution import Attribution, Status, attribute
@@ -87,3 +87,33 @@ def find_causes(
             agent_calls=evaluator.agent_calls,
             sandbox=evaluator.isolation,
         )
+
+
+def causal_notes(found: CausalFindings) -> tuple[str, ...]:
+    """The findings in words, for the reports' notes: which KB change broke which cases (proven by reverting
+    it and asking the agent again), the cases no KB change explains, and whether the partial revert holds."""
+    by_change: dict[str, list[str]] = {}
+    not_kb: list[str] = []
+    for case in found.attribution.cases:
+        if case.verdict == "caused":
+            for change in found.attribution.causes(case.id):
+                by_change.setdefault(f"`{change.file}` {change.where}", []).append(case.id)
+        elif case.verdict == "not_kb":
+            not_kb.append(case.id)
+    notes = [
+        f"reverting {where} alone makes {', '.join(ids)} pass again: that change broke them"
+        for where, ids in by_change.items()
+    ]
+    if not_kb:
+        notes.append(
+            f"no KB change of this pull request explains {', '.join(not_kb)}: reverting them all does not help"
+        )
+    revert = found.revert
+    if revert.holds:
+        notes.append(
+            f"a partial revert of {len(revert.reverted)} KB line change(s) restores {len(revert.restored)} case(s) "
+            f"and keeps every passing case and the pull request's other {len(revert.kept)} change(s)"
+        )
+    elif by_change and revert.reason:
+        notes.append(f"no partial revert holds: {revert.reason}")
+    return tuple(notes)

@@ -1,7 +1,9 @@
 """What the model sees about one failing case: the question, gold, prediction, how the answer differed (the
 scorers' first difference between rows aligned by their key, the row counts, and every meaning-changing part
 of the structural diff, the same words the reports show), and only the KB lines the agent said it used
-(`Prediction.used`), numbered, with a few lines around them.
+(`Prediction.used`), numbered, with a few lines around them. An agent that returns no `used` (or only refs
+that cannot be shown) gets the KB files whose names, metric names or tables the gold SQL, the agent's SQL and
+the question mention instead (bot.repair.mentions).
 
 From a check (`repair --from-check DIR`, whose comparison.json links regressions to the diff; bot.compare.causes), also:
 the changed KB lines the case is linked to with their base → head diff, or that the diff does not explain it,
@@ -16,6 +18,7 @@ from bot.base.results import CaseResult, Verdict
 from bot.cases.model import Case
 from bot.compare.comparison import Comparison
 from bot.repair.kb import KBFiles, RefusedPath
+from bot.repair.mentions import find_mentions
 from bot.scoring.structural_diff import Difference
 
 AROUND = 3  # lines shown before and after each used range
@@ -60,6 +63,9 @@ class FailureContext:
     # the pull request changed that this answer used, else the first line it cited. A small model copies
     # the example it is given; one built from a real line is an edit that applies.
     example: tuple[str, int, str] | None = None
+    # Where the excerpts come from: "used" (the lines the agent cited) or "mentions" (no usable `used`: the
+    # KB files the SQL and the question name; `>` marks the lines about those names).
+    excerpts_from: str = "used"
 
 
 def parse_refs(used: tuple[str, ...]) -> tuple[dict[str, list[tuple[int, int]]], list[str]]:
@@ -134,6 +140,22 @@ def excerpts(
         texts[rel] = text
         out.append(Excerpt(file=rel, ranges=merged, text=number_lines(text, list(merged))))
     return tuple(out), tuple(skipped), texts
+
+
+def mentioned_excerpts(
+    kb: KBFiles, sql: tuple[str | None, ...], question: str
+) -> tuple[tuple[Excerpt, ...], dict[str, str]]:
+    """Excerpts of the KB files the SQL texts and the question mention (for an answer without `used`), and
+    their texts."""
+    files = kb.files()
+    out: list[Excerpt] = []
+    for m in find_mentions(files, sql, question=question):
+        text = files[m.file]
+        around = len(text.splitlines()) if m.whole else AROUND
+        out.append(
+            Excerpt(file=m.file, ranges=m.marked, text=number_lines(text, list(m.marked), around=around))
+        )
+    return tuple(out), {e.file: files[e.file] for e in out}
 
 
 def _cut(text: str | None) -> str:
@@ -216,6 +238,12 @@ def failure_context(
     deciding = result.verdicts.get(result.deciding_scorer or "") if result.deciding_scorer else None
     structural = result.verdicts.get("structural")
     shown, skipped, texts = excerpts(kb, result.prediction.used)
+    source = "used"
+    if not shown:
+        question = result.question or (case.question if case else "")
+        sql = (*(case.gold_sql if case else ()), result.prediction.sql)
+        shown, texts = mentioned_excerpts(kb, sql, question)
+        source = "mentions"
     linked, added = _from_check(result, comparison)
     return FailureContext(
         id=result.id,
@@ -233,5 +261,6 @@ def failure_context(
         excerpts=shown,
         unused_refs=skipped,
         example=example_line(shown, texts, added),
+        excerpts_from=source,
         **linked,  # type: ignore[arg-type]
     )

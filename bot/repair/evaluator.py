@@ -41,7 +41,7 @@ _NOT_COPIED = frozenset({".git", ".sqlcanary", "sqlcanary-results", "__pycache__
 
 
 class AgentLike(Protocol):
-    """The agent the head was run with: bot.commands.run.AgentChoice, or AgentSetup."""
+    """The agent the head was run with: bot.run.setup.AgentChoice, or AgentSetup."""
 
     @property
     def spec(self) -> str: ...

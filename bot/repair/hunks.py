@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.base.results import FrozenModel
-from bot.compare.causes import MAX_HUNK_CHARS, FileDiff, Hunk
+from bot.compare.diff import MAX_HUNK_CHARS, FileDiff, Hunk
 from bot.config.model import Config
 from bot.repair.kb import MAX_FILE_BYTES, KBFiles
 
@@ -256,7 +256,7 @@ def _refuse(why: str) -> str:
 
 
 def kb_changes(diff: Sequence[FileDiff], *, config: Config, base_root: Path, head_root: Path) -> ChangeSet:
-    """The changes of the KB files of `diff` (bot.commands.trees.pr_diff between the two evaluated trees), their
+    """The changes of the KB files of `diff` (bot.check.trees.pr_diff between the two evaluated trees), their
     texts read from the base and head trees (each tree's root is the repository root of that side)."""
     kb = [f for f in diff if kb_relative(f.path, config, head_root) is not None]
     base: dict[str, str | None] = {}

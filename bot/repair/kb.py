@@ -26,10 +26,9 @@ from types import FrameType
 from typing import Any
 
 from bot.base.errors import SqlcanaryError
-from bot.config.model import Config
+from bot.config.model import KB_SUFFIXES, Config
+from bot.config.model import NEVER_WRITTEN_DIRS as FORBIDDEN_DIRS
 
-KB_SUFFIXES = (".yaml", ".yml", ".sql", ".md")
-FORBIDDEN_DIRS = (".git", ".github", ".sqlcanary")
 JOURNAL_DIR = ".sqlcanary/repair-journal"
 MAX_FILE_BYTES = 256 * 1024
 

@@ -21,6 +21,7 @@ from bot.db.provision import Server
 from bot.llm import BudgetExhausted, LLMBadOutput, LLMError
 from bot.llm.usage import usage_record
 from bot.repair.context import failure_context
+from bot.repair.dryrun import DRY_RUN_REASON
 from bot.repair.kb import KBFiles, Transaction, recover
 from bot.repair.outcome import (
     AttemptOutcome,
@@ -165,7 +166,10 @@ class _Loop:
             return AttemptRecord(n=n, outcome="refused", reason=why, plan=dump, cached=cached), False
         diff = unified_diff(checked.originals, checked.changes)
         if self.dry_run:
-            return AttemptRecord(n=n, outcome="dry_run", plan=dump, diff=diff, cached=cached), True
+            record = AttemptRecord(
+                n=n, outcome="dry_run", reason=DRY_RUN_REASON, plan=dump, diff=diff, cached=cached
+            )
+            return record, True
         record, accepted = self._tried(n, plan, checked, diff, dump, cached)
         if combined:
             record = record.model_copy(update={"reason": combined + (record.reason or "accepted")})

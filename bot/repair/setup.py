@@ -10,7 +10,7 @@ from bot.agents import AgentContext
 from bot.agents.base import AgentAdapter
 from bot.agents.env import agent_environment
 from bot.base.settings import Settings
-from bot.cases.loader import parse_duration_ms
+from bot.cases.fields import parse_duration_ms
 from bot.config.model import Config
 from bot.repair.sandboxed import start_agent
 from bot.run.runner import RunOptions
@@ -69,3 +69,14 @@ def cap_budget(client: object, max_llm_calls: int) -> None:
     cap = getattr(budget, "calls", 0) + max_llm_calls
     if budget.max_calls is None or budget.max_calls > cap:
         budget.max_calls = cap
+
+
+def make_client(config: Config, *, max_calls: int, settings: Settings):
+    """The LLM client, its call budget capped at --max-llm-calls (the endpoint never sees more requests)."""
+    from bot.llm import LLMClient
+    from bot.llm.cache import ReplyCache
+
+    llm = config.llm
+    cap = min(max_calls, llm.budget.max_calls) if llm.budget.max_calls is not None else max_calls
+    llm = llm.model_copy(update={"budget": llm.budget.model_copy(update={"max_calls": cap})})
+    return LLMClient(llm, environ=settings.environ, cache=ReplyCache(settings.cache_dir / "llm"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import TextIO
 
 from bot.base.results import CaseResult, Counts, LLMUsage, RunResult
@@ -84,3 +85,23 @@ class Progress:
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
+
+
+def run_report(run: RunResult, out: Path) -> str:
+    """What `sqlcanary run` prints when a run ends: the table, what did not pass, where the results are, and the
+    LLM usage of the agent and of `--llm-judge`."""
+    lines = [summary_table(run)]
+    problems = problem_lines(run)
+    if problems:
+        lines.append("\nnot passed:\n" + problems)
+    m = run.meta
+    repeat = f", {m.repeats} attempts per case" if m.repeats > 1 else ""
+    cached = f", {m.cache_hits} answer(s) from the cache" if m.cache_hits else ""
+    lines.append(
+        f"\nresults written to {out} ({m.duration_s:.1f}s; {m.agent_calls} agent call(s){cached}{repeat})"
+    )
+    if m.llm is not None:
+        lines.append(llm_usage_line(m.llm))
+    if m.llm_judge is not None:
+        lines.append("--llm-judge: " + llm_usage_line(m.llm_judge))
+    return "\n".join(lines)

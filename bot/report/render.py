@@ -1,32 +1,21 @@
-"""Reports from the Jinja templates in `templates/`: the sticky PR comment, the job summary, a standalone HTML
-report, JUnit XML and JSON. Every render_* function is pure: a Comparison or a RunResult in, text out."""
+"""Reports from the Jinja templates in `templates/`: the sticky PR comment and the job summary (fitted to
+GitHub's limits), a standalone HTML report (bot.report.html_report), JUnit XML (bot.report.junit_xml) and JSON,
+by format name. Every render_* function is pure: a Comparison or a RunResult in, text out."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
-from jinja2 import Environment
-from markupsafe import Markup
-
-from bot.base.results import CaseResult, RunResult
-from bot.base.templating import new_environment, tidy_markdown
+from bot.base.results import RunResult
+from bot.base.templating import tidy_markdown
 from bot.base.textfilters import md_url
 from bot.compare.comparison import Comparison
-from bot.report import charts
+from bot.report.environment import environment
+from bot.report.html_report import render_html
+from bot.report.junit_xml import render_junit
 from bot.report.marker import MARKER, marker_for
 from bot.report.redact import redact_model, scrub_rendered
-from bot.report.view import (
-    LABELS,
-    CaseRow,
-    ReportView,
-    build_view,
-    row_from_case,
-    row_from_change,
-    rows_from_comparison,
-    trim,
-)
+from bot.report.view import CaseRow, ReportView, build_view, trim
 
 COMMENT_LIMIT = 65_536  # characters in a GitHub comment body
 SUMMARY_LIMIT = 1_048_576  # bytes in a GitHub job summary
@@ -41,12 +30,6 @@ COMMENT_WIDTHS = {
 SUMMARY_WIDTHS = {"question": 300, "reason": 600, "structural": 600, "sql": 20_000}
 
 Subject = Comparison | RunResult
-
-
-@functools.lru_cache(maxsize=1)
-def environment() -> Environment:
-    """The reports' environment: bot.base.templating's settings and filters plus the report globals."""
-    return new_environment(labels=LABELS, marker=MARKER)
 
 
 def _largest(lo: int, hi: int, fits: Callable[[int], bool]) -> int:
@@ -124,129 +107,10 @@ def render_summary(subject: Subject, *, limit: int = SUMMARY_LIMIT, details_url:
     )
 
 
-def _latency(run: RunResult | None) -> list[float]:
-    if run is None:
-        return []
-    return [
-        c.timings.get("agent_s", 0.0) + c.timings.get("eval_s", 0.0)
-        for c in run.cases
-        if "agent_s" in c.timings or "eval_s" in c.timings
-    ]
-
-
-def _rate_chart(rows: tuple, *, title: str, compared: bool) -> Markup | None:
-    if not rows:
-        return None
-    series = [
-        charts.Series(
-            "head" if compared else "pass rate", charts.HEAD_COLOR, tuple(r.head_rate for r in rows)
-        )
-    ]
-    if compared:
-        series.insert(0, charts.Series("base", charts.BASE_COLOR, tuple(r.base_rate for r in rows)))
-    return charts.grouped_bars([r.name for r in rows], series, title=title)
-
-
-def _html_charts(
-    view: ReportView, *, head: RunResult | None, base: RunResult | None
-) -> dict[str, Markup | None]:
-    compared = view.kind == "comparison"
-    groups = [(label, n, charts.GROUP_COLORS.get(key, charts.BASE_COLOR)) for key, label, n in view.counts]
-    latency = [("head" if compared else "run", charts.HEAD_COLOR, _latency(head))]
-    if compared and base is not None:
-        latency.insert(0, ("base", charts.BASE_COLOR, _latency(base)))
-    has_latency = any(values for _, _, values in latency)
-    title = "Transitions" if compared else "Outcomes"
-    return {
-        "by_category": _rate_chart(view.by_category, title="Pass rate by category", compared=compared),
-        "by_tag": _rate_chart(view.by_tag, title="Pass rate by tag", compared=compared),
-        "groups": charts.count_bars(groups, title=title) if groups else None,
-        "latency": charts.histogram(latency, title="Latency distribution") if has_latency else None,
-    }
-
-
-def render_html(subject: Subject, *, head: RunResult | None = None, base: RunResult | None = None) -> str:
-    """A standalone HTML report (inline CSS and SVG, no script, no network). The latency chart needs the runs'
-    timings: pass `head` (and `base`) with a Comparison; a RunResult brings its own."""
-    view = build_view(subject)
-    if isinstance(subject, RunResult):
-        head, rows = subject, [row_from_case(c) for c in subject.cases]
-    else:
-        rows = rows_from_comparison(subject)
-    template = environment().get_template("report.html.j2")
-    return template.render(
-        view=view, charts=_html_charts(view, head=head, base=base), rows=rows, colors=charts.GROUP_COLORS
-    )
-
-
 def render_cases_text(rows: Sequence[CaseRow]) -> str:
     """Cases for the terminal (`sqlcanary show`): question, verdict, cause, first and structural difference,
     gold SQL and the base → head prediction diff, as plain text."""
     return environment().get_template("show.txt.j2").render(rows=list(rows))
-
-
-@dataclass(frozen=True)
-class JUnitCase:
-    classname: str
-    name: str
-    time: float
-    outcome: str  # passed | failure | error | skipped
-    message: str = ""
-    type: str = ""
-    body: str = ""
-
-
-def _junit_message(case: CaseResult, row: CaseRow | None) -> str:
-    message = case.reason or case.status
-    if case.status == "invalid":
-        return message
-    if row is not None and row.judged == "regressed":
-        passes = f", passes {row.attempts}" if row.repeated else ""
-        renamed = f", as {row.renamed_from}" if row.renamed_from else ""
-        return f"REGRESSION (passed on base{renamed}{passes}): {message}"
-    if case.repeats > 1:
-        label = "FLAKY: " if 0 < case.passes < case.repeats else ""
-        return f"{label}{case.passes}/{case.repeats} attempts passed: {message}"
-    return message
-
-
-def _junit_case(case: CaseResult, row: CaseRow | None) -> JUnitCase:
-    name = case.category or (case.tags[0] if case.tags else "sqlcanary")
-    elapsed = round(case.timings.get("agent_s", 0.0) + case.timings.get("eval_s", 0.0), 3)
-    outcome = {"failed": "failure", "errored": "error", "invalid": "skipped"}.get(case.status, "passed")
-    structural = case.verdicts.get("structural")
-    body = "\n".join(
-        part
-        for part in (
-            case.reason,
-            f"structural: {structural.message}" if structural and structural.match is False else "",
-            f"source: {case.source}" if case.source else "",
-            f"prediction:\n{case.prediction.sql}" if case.prediction.sql else "",
-            f"base prediction:\n{row.base_sql}" if row is not None and row.base_sql else "",
-        )
-        if part
-    )
-    kind = case.error_class or case.prediction.error_class or (row.group if row else case.status)
-    return JUnitCase(name, case.id, elapsed, outcome, _junit_message(case, row), kind or "", body)
-
-
-def render_junit(run: RunResult, comparison: Comparison | None = None) -> str:
-    """JUnit XML, one <testcase> per case: failed -> <failure>, errored -> <error>, invalid -> <skipped>;
-    with a comparison, regressions are named in the failure message."""
-    changes = {c.id: row_from_change(c) for c in comparison.cases} if comparison is not None else {}
-    cases = [_junit_case(c, changes.get(c.id)) for c in run.cases]
-    counts = {k: sum(c.outcome == k for c in cases) for k in ("failure", "error", "skipped")}
-    return (
-        environment()
-        .get_template("junit.xml.j2")
-        .render(
-            run=run,
-            cases=cases,
-            counts=counts,
-            comparison=comparison,
-            total_time=round(sum(c.time for c in cases), 3),
-        )
-    )
 
 
 def render_json(subject: Subject) -> str:

@@ -7,26 +7,21 @@ import sys
 import threading
 import time
 import traceback
-from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
 
 from bot.agents.base import AgentAdapter, Answer
 from bot.base.errors import DatabaseError
 from bot.base.git import git_sha
 from bot.base.results import (
     EVALUATOR_VERSION,
-    Attempt,
     CaseResult,
-    Prediction,
     RunMeta,
     RunResult,
     Verdict,
-    case_content_hash,
     summarize,
     write_run,
 )
@@ -36,7 +31,9 @@ from bot.db.scratch import scratch_factory
 from bot.db.session import ConnectionLost, Session
 from bot.db.templates import Database, working_databases
 from bot.run.cache import AnswerCache, AnswerSource
-from bot.run.evaluate import Evaluation, evaluate_case
+from bot.run.case_judge import judge_answer
+from bot.run.case_results import case_result, combine_attempts
+from bot.run.evaluation import Evaluation
 from bot.scoring.execution import resolve_options
 
 SAVE_EVERY_S = 5.0
@@ -93,138 +90,6 @@ class _Workers:
     def close(self) -> None:
         for s in self._all:
             s.close()
-
-
-def _case_result(
-    case: Case,
-    answer: Answer,
-    ev: Evaluation | None,
-    *,
-    agent_s: float,
-    eval_s: float,
-    answer_key: str | None,
-) -> CaseResult:
-    prediction = Prediction(
-        sql=answer.sql,
-        error=answer.error,
-        error_class=answer.error_class,
-        stderr=answer.stderr,
-        used=answer.used,
-        duration_s=round(answer.duration_s or agent_s, 6),
-        alternative=ev.alternative if ev else None,
-    )
-    timings = {"agent_s": round(agent_s, 6), "eval_s": round(eval_s, 6)}
-    base: dict[str, Any] = dict(
-        id=case.id,
-        category=case.category,
-        tags=case.tags,
-        db=case.db,
-        question=case.question,
-        prediction=prediction,
-        timings=timings,
-        source=case.source,
-        answer_key=answer_key,
-        case_hash=case_content_hash(case),
-    )
-    if ev is None:
-        return CaseResult(
-            status="errored", reason=f"agent: {answer.error}", error_class=answer.error_class, **base
-        )
-    return CaseResult(
-        status=ev.status,
-        verdicts=ev.verdicts,
-        deciding_scorer=ev.deciding,
-        reason=ev.reason,
-        error_class=ev.error_class,
-        **base,
-    )
-
-
-# Which outcome is worse, for ties between attempts.
-_SEVERITY = {"passed": 0, "invalid": 1, "failed": 2, "errored": 3}
-
-
-def combine_attempts(tries: list[CaseResult]) -> CaseResult:
-    """K attempts -> one CaseResult: the majority status (a tie goes to the worse outcome), the details of
-    the first attempt with that status, and every attempt in `attempts`."""
-    counts = Counter(t.status for t in tries)
-    status = max(counts, key=lambda s: (counts[s], _SEVERITY[s]))
-    chosen = next(t for t in tries if t.status == status)
-    attempts = tuple(
-        Attempt(status=t.status, sql=t.prediction.sql, reason=t.reason, error_class=t.error_class)
-        for t in tries
-    )
-    return chosen.model_copy(update={"attempts": attempts})
-
-
-def _combine_alternatives(evs: list[Evaluation]) -> Evaluation:
-    """`gold:all`: every alternative must pass; the first that does not is the reason."""
-    for i, ev in enumerate(evs):
-        if ev.status != "passed":
-            return Evaluation(
-                status=ev.status,
-                verdicts=ev.verdicts,
-                deciding=ev.deciding,
-                reason=f"gold alternative #{i + 1}: {ev.reason}",
-                error_class=ev.error_class,
-                alternative=i,
-            )
-    return evs[0]
-
-
-def _evaluate(
-    case: Case,
-    answer: Answer,
-    session: Session,
-    options: CompareOptions,
-    scratch,
-    opts: RunOptions,
-    schemas: dict,
-) -> Evaluation:
-    sqls = answer.alternatives or (answer.sql or "",)
-    try:
-        evs = [evaluate_case(case, s, session, options=options, scratch=scratch) for s in sqls]
-    except ConnectionLost:
-        session.reset()  # one retry on a fresh connection, then the run stops
-        evs = [evaluate_case(case, s, session, options=options, scratch=scratch) for s in sqls]
-    ev = _combine_alternatives(evs) if len(evs) > 1 else evs[0]
-    if ev.status == "failed" or (opts.structural and ev.status == "passed"):
-        sv = _structural(case, answer.sql, session, schemas)
-        if sv is not None:
-            ev = Evaluation(
-                status=ev.status,
-                verdicts={**ev.verdicts, "structural": sv},
-                deciding=ev.deciding,
-                reason=ev.reason,
-                error_class=ev.error_class,
-                alternative=ev.alternative,
-            )
-    if opts.judge is not None and ev.status == "failed" and answer.sql and case.gold_sql:
-        jv = opts.judge(case, answer.sql)
-        ev = Evaluation(
-            status=ev.status,
-            verdicts={**ev.verdicts, "llm_judge": jv},
-            deciding=ev.deciding,
-            reason=ev.reason,
-            error_class=ev.error_class,
-            alternative=ev.alternative,
-        )
-    return ev
-
-
-def _structural(case: Case, sql: str | None, session: Session, cache: dict) -> Verdict | None:
-    if not sql or not case.gold_sql:
-        return None
-    try:
-        from bot.scoring.structural import structural_verdict
-    except ImportError:  # pragma: no cover - the scorer ships with the package
-        return None
-    if case.db not in cache:
-        try:
-            cache[case.db] = session.schema()
-        except Exception:  # noqa: BLE001 - a diagnostic must never fail a run
-            cache[case.db] = None
-    return structural_verdict(case.gold_sql[0], sql, schema=cache[case.db])
 
 
 class _Saver:
@@ -301,8 +166,15 @@ def run_suite(
             if answer.sql is None:
                 return None
             try:
-                return _evaluate(
-                    case, answer, workers.session(case.db), options[case.id], scratch, opts, schemas
+                return judge_answer(
+                    case,
+                    answer,
+                    workers.session(case.db),
+                    options[case.id],
+                    scratch,
+                    structural=opts.structural,
+                    judge=opts.judge,
+                    schemas=schemas,
                 )
             except ConnectionLost:
                 raise
@@ -325,7 +197,7 @@ def run_suite(
             e0 = time.perf_counter()
             same = (answer.sql, answer.alternatives)  # attempts with the same SQL are judged once
             ev = memo[same] if same in memo else memo.setdefault(same, judge(case, answer))
-            return _case_result(
+            return case_result(
                 case, answer, ev, agent_s=agent_s, eval_s=time.perf_counter() - e0, answer_key=key
             )
 

@@ -1,9 +1,10 @@
 """An optional LLM judge of structural equivalence (off by default; one LLM call per case).
 
 Not wired into the runner. To use it: build one `LLMClient(config.llm)` per run and, where the runner adds the
-`structural` verdict (`bot.run.runner._evaluate`), add `verdicts["llm_judge"] = llm_judge_verdict(client, case.question,
-case.gold_sql[0], answer.sql)` behind a `--llm-judge` flag. Like `structural`, it is a diagnostic: it never decides
-pass or fail, and an LLM failure gives an undecided verdict (match=None), never a wrong one."""
+`structural` verdict (`bot.run.case_judge.judge_answer`), add
+`verdicts["llm_judge"] = llm_judge_verdict(client, case.question, case.gold_sql[0], answer.sql)` behind a
+`--llm-judge` flag. Like `structural`, it is a diagnostic: it never decides pass or fail, and an LLM failure
+gives an undecided verdict (match=None), never a wrong one."""
 
 from __future__ import annotations
 

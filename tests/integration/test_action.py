@@ -12,7 +12,8 @@ import pytest
 
 from bot.base.settings import Settings
 from bot.cli import main
-from bot.commands.action import ActionContext, action, action_settings
+from bot.commands.action import action, action_settings
+from bot.github.context import ActionContext
 from bot.github.event import load_event
 from bot.github.inputs import RunnerContext, read_inputs
 from tests.support.fake_github import FakeGitHub

@@ -17,7 +17,8 @@ import pytest
 
 from bot.base.errors import ConfigError
 from bot.base.settings import Settings
-from bot.commands.action import ActionContext, action
+from bot.commands.action import action
+from bot.github.context import ActionContext
 from bot.github.event import load_event
 from bot.github.inputs import RunnerContext, read_inputs
 from tests.integration.test_action import checkout, pr_event, runner_env

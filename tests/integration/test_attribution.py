@@ -17,7 +17,7 @@ import pytest
 from bot.base.git import worktree
 from bot.base.settings import Settings
 from bot.cases.loader import load_suite
-from bot.commands.trees import pr_diff
+from bot.check.trees import pr_diff
 from bot.config.model import load_config
 from bot.repair.attribution import attribute
 from bot.repair.causal import find_causes

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from bot.base.results import read_run
-from bot.compare.causes import explain_comparison, parse_diff
+from bot.compare.causes import explain_comparison
 from bot.compare.comparison import Comparison, compare_runs
+from bot.compare.diff import parse_diff
 from bot.report import charts
 from bot.report.render import render_html
 

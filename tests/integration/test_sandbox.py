@@ -17,7 +17,8 @@ from pathlib import Path
 import psycopg2
 import pytest
 
-from bot.agents.sandbox import open_sandbox, processes_by_user
+from bot.agents.sandbox import open_sandbox
+from bot.agents.user_ids import processes_by_user
 from bot.base.results import RunResult, read_run
 from bot.db.provision import socket_files
 

@@ -142,7 +142,7 @@ def test_persistent_stderr_written_before_the_answer_is_kept_whatever_the_draine
 ) -> None:
     """The agent logs, then answers: the log is in the pipe when the answer is read. The drainer thread is
     stopped here (as if the scheduler had not run it yet), so the log must be read by the answer's own read."""
-    from bot.agents.pipes import LineProcess
+    from bot.agents.line_process import LineProcess
 
     monkeypatch.setattr(LineProcess, "_drain_stderr", lambda self: None)
     source = (

@@ -16,17 +16,10 @@ import yaml
 
 from bot.base.results import read_run
 from bot.cli import main as cli
-from bot.compare.causes import (
-    FileDiff,
-    Hunk,
-    Regressed,
-    added_file,
-    explain_comparison,
-    link_causes,
-    parse_diff,
-    suite_folder,
-)
+from bot.compare.causes import Regressed, explain_comparison, link_causes
 from bot.compare.comparison import COMPARISON_SCHEMA_VERSION, Comparison, compare_runs
+from bot.compare.diff import FileDiff, Hunk, added_file, parse_diff
+from bot.compare.spans import suite_folder
 from bot.repair.context import failure_context
 from bot.repair.kb import KBFiles
 from bot.repair.prompts import case_messages

@@ -14,7 +14,7 @@ from bot.base.errors import ConfigError, ResultFileError
 from bot.base.results import Attempt, Counts, read_run, write_run
 from bot.base.stats import binomial_tail, discordant_pairs, mcnemar_one_sided, mcnemar_two_sided
 from bot.cli import main as cli_main
-from bot.commands.compare import add_gate_arguments, fraction, gate_from_args, render_summary
+from bot.commands.common import add_gate_arguments, fraction, gate_from_args
 from bot.compare.comparison import (
     NO_BASELINE,
     TRANSITIONS,
@@ -27,6 +27,7 @@ from bot.compare.comparison import (
     gate_reasons,
     rate_delta,
 )
+from bot.report.compare_text import render_summary
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 # k1 also holds a removed case and a case that passed and became invalid: tests of other rules let those through.

@@ -16,8 +16,8 @@ from bot.base.settings import Settings
 from bot.cases.model import Case
 from bot.config.model import Config, load_config
 from bot.run.cache import AnswerCache, AnswerSource, RunCache, cacheable, run_cache_key
+from bot.run.case_results import combine_attempts
 from bot.run.fingerprint import AgentInputs, agent_fingerprint, answer_key, kb_fingerprint, uses_answer_cache
-from bot.run.runner import combine_attempts
 
 KB_CONFIG = "agent: python:agent.py:answer\nkb:\n  paths: ['kb/**/*.yaml']\n"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.compare.causes import FileDiff, Hunk, parse_diff
+from bot.compare.diff import FileDiff, Hunk, parse_diff
 from bot.config.model import load_config
 from bot.repair.attribution import Status, attribute, ddmin
 from bot.repair.hunks import kb_changes, kb_relative, split_changes

@@ -14,8 +14,10 @@ import pytest
 
 from bot.base.errors import EXIT_BAD_INPUT, CaseFileError
 from bot.cases.choices import expand_column_choices
-from bot.cases.loader import load_suite, parse_duration_ms, select_cases
+from bot.cases.fields import parse_duration_ms
+from bot.cases.loader import load_suite
 from bot.cases.model import Case
+from bot.cases.selection import select_cases
 
 SUITES = Path(__file__).resolve().parents[1] / "fixtures" / "suites"
 

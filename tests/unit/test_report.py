@@ -16,9 +16,10 @@ import pytest
 from jinja2 import StrictUndefined, UndefinedError
 
 from bot.base import textfilters as filters
-from bot.base.results import CaseResult, Counts, GateSettings, RunMeta, RunResult, read_run, summarize
+from bot.base.results import CaseResult, Counts, RunMeta, RunResult, read_run, summarize
 from bot.cli import main as cli
 from bot.compare.comparison import CaseChange, Comparison, RateDelta, compare_head_only, compare_runs
+from bot.config.gate_settings import GateSettings
 from bot.report import charts
 from bot.report.render import (
     COMMENT_LIMIT,

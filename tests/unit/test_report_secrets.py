@@ -17,7 +17,7 @@ from bot.github.comment import hidden_marker
 from bot.report.marker import MARKER, MAX_KEY_CHARS, comment_marker, marker_for, marker_key, valid_marker_key
 from bot.report.redact import redact_model, scrub_rendered
 from bot.report.render import FORMATS, render, render_comment
-from bot.run.runner import _case_result
+from bot.run.case_results import case_result
 
 PY = sys.executable
 TOKEN = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # an underscore: Markdown escapes it as `ghp\_`
@@ -49,7 +49,7 @@ def _head_from_agent(tmp_path: Path, secrets: tuple[str, ...]) -> RunResult:
     for cid in ("leaky-1", "leaky-2"):
         answer = agent.answer(_case(cid))
         assert answer.error and answer.stderr
-        cases.append(_case_result(_case(cid), answer, None, agent_s=0.1, eval_s=0.0, answer_key=None))
+        cases.append(case_result(_case(cid), answer, None, agent_s=0.1, eval_s=0.0, answer_key=None))
     return _run(cases)
 
 

@@ -22,7 +22,8 @@ from typing import Any
 import yaml
 
 from bot.base.errors import CaseFileError
-from bot.cases.loader import check_sql_parses, load_suite
+from bot.cases.fields import check_sql_parses
+from bot.cases.loader import load_suite
 from bot.cases.sqltext import skip_quoted
 
 IMPORT_MARKER = ".sqlcanary-import.json"

@@ -22,12 +22,12 @@ from bot.agents.env import agent_environment
 from bot.base.errors import EXIT_BUG, EXIT_INTERRUPTED, ConfigError
 from bot.base.results import RunResult, read_run, write_run
 from bot.base.settings import Settings
-from bot.commands.request import RunRequest
-from bot.compare.causes import FileDiff, added_file, parse_diff
+from bot.compare.diff import FileDiff, added_file, parse_diff
 from bot.config.model import CONFIG_NAMES, Config, load_config
 from bot.config.trusted import head_config, head_config_alone, write_resolved
 from bot.db.provision import Server
 from bot.report.redact import redact_model
+from bot.run.request import RunRequest
 
 # `sqlcanary run` in a child process, importing this very sqlcanary (not a `bot/` the checked-out tree holds).
 _BOOT = "import sys; sys.path.insert(0, {root!r}); from bot.cli import main; sys.exit(main(sys.argv[1:]))"

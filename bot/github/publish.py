@@ -15,7 +15,7 @@ from bot.base.git import repo_root
 from bot.base.results import RunResult, write_json_atomic
 from bot.base.secrets import scrub
 from bot.base.settings import Settings
-from bot.commands.check import CheckResult
+from bot.check.pipeline import CheckResult
 from bot.compare.comparison import Comparison
 from bot.compare.gate import check_conclusion
 from bot.github.checks import Annotation, publish_check_run
@@ -26,7 +26,7 @@ from bot.report.marker import comment_marker, marker_key
 from bot.report.render import render
 
 if TYPE_CHECKING:
-    from bot.commands.action import ActionContext
+    from bot.github.context import ActionContext
 
 MAX_KB_ANNOTATIONS = (
     200  # KB annotations per run (changed lines, then used spans; the rest are in the report)
@@ -197,9 +197,12 @@ class Publisher:
     def _render(self, fmt: str, subject: Any, **kw: Any) -> str:
         return render(fmt, subject, details_url=self.ctx.runner.run_url, secrets=self.settings.secrets, **kw)
 
-    def _reports(self, subject: Comparison | RunResult, head: RunResult, base: RunResult | None) -> str:
-        """The summary (appended to the step's) and report.html; returns the comment's Markdown."""
-        comment = self._render("md", subject, head=head, base=base, marker_key=self.key)
+    def _reports(
+        self, subject: Comparison | RunResult, head: RunResult, base: RunResult | None, *, lead: str = ""
+    ) -> str:
+        """The summary (appended to the step's) and report.html; returns the comment's Markdown. `lead`, a line
+        sqlcanary wrote itself (the repair pull request's number and what it did), goes under the headline."""
+        comment = with_lead(self._render("md", subject, head=head, base=base, marker_key=self.key), lead)
         write_json_atomic(self.out_dir / "comment.md", comment)
         write_json_atomic(self.out_dir / "report.html", self._render("html", subject, head=head, base=base))
         if self.ctx.runner.step_summary:
@@ -212,9 +215,9 @@ class Publisher:
         self._reports(run, run, None)
         self.log.say(f"sqlcanary: {title}: {run.summary.passed}/{run.summary.total} passed")
 
-    def publish_check(self, result: CheckResult, *, enforce: bool) -> CheckPayload:
+    def publish_check(self, result: CheckResult, *, enforce: bool, lead: str = "") -> CheckPayload:
         comparison = result.comparison
-        comment = self._reports(comparison, result.head, result.base)
+        comment = self._reports(comparison, result.head, result.base, lead=lead)
         repo = repo_root(self.workdir) or self.workdir.resolve()
         files = repo_files(repo)
         payload = CheckPayload(
@@ -265,8 +268,21 @@ class Publisher:
             write_outputs(self.ctx.runner.output, outputs)
 
 
+def with_lead(comment: str, lead: str) -> str:
+    """`lead` as its own paragraph under the comment's headline (the first `## ` line); the comment unchanged
+    without one. The lead is sqlcanary's own text (numbers it chose), never text of the pull request."""
+    if not lead:
+        return comment
+    lines = comment.split("\n")
+    at = next((i for i, line in enumerate(lines) if line.startswith("## ")), 0)
+    return "\n".join([*lines[: at + 1], "", lead, *lines[at + 1 :]])
+
+
 def _rate(rate: float | None) -> str:
     return "" if rate is None else f"{rate:.4f}"
+
+
+NO_REPAIR = {"repair-pr-number": "", "repair-pr-url": "", "repaired": "", "still-failing": ""}
 
 
 def outputs_of_check(result: CheckResult, out_dir: Path) -> dict[str, str]:
@@ -280,7 +296,7 @@ def outputs_of_check(result: CheckResult, out_dir: Path) -> dict[str, str]:
         "report-path": str(out_dir / "report.html"),
         "comment-path": str(out_dir / "comment.md"),
         "results-path": str(out_dir / "head.json"),
-        "repair-pr-number": "",
+        **NO_REPAIR,
     }
 
 
@@ -294,7 +310,7 @@ def outputs_of_run(run: RunResult, path: Path) -> dict[str, str]:
         "report-path": str(path.parent / "report.html"),
         "comment-path": str(path.parent / "comment.md"),
         "results-path": str(path),
-        "repair-pr-number": "",
+        **NO_REPAIR,
     }
 
 

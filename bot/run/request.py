@@ -4,7 +4,6 @@ inputs) and passed down, instead of an `argparse.Namespace` that every layer rea
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -76,33 +75,3 @@ class RunRequest:
             argv += ["--id", case_id]
         argv += [f"--{name.replace('_', '-')}" for name in _SWITCHES if getattr(self, name)]
         return argv
-
-
-@dataclass(frozen=True)
-class CheckRequest:
-    """`sqlcanary check`: the run both trees share, the two commits, and how to judge the change."""
-
-    run: RunRequest
-    base: str | None = None  # a ref; None: origin/<base branch>, origin/main, main
-    head: str | None = None  # a ref; None: the working tree as it is
-    out_dir: str | None = None
-    force: bool = False
-    no_base_cache: bool = False
-    gate: Mapping[str, Any] = field(
-        default_factory=dict
-    )  # the gate flags the user gave (they win over config)
-    # Without a base config (the first pull request), use the head's config as it is. The Action says False: a
-    # pull request's config then never routes data or secrets (bot.config.trusted.head_config_alone).
-    trust_head_config: bool = True
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace, *, gate_flags: tuple[str, ...]) -> CheckRequest:
-        return cls(
-            run=RunRequest.from_args(argparse.Namespace(**{**vars(args), "out": None, "shard": None})),
-            base=args.base,
-            head=args.head,
-            out_dir=args.out,
-            force=args.force,
-            no_base_cache=args.no_base_cache,
-            gate={k: getattr(args, k) for k in gate_flags if getattr(args, k, None) is not None},
-        )

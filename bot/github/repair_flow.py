@@ -1,0 +1,219 @@
+"""The repair pull request in the Action (input `repair: true`), after a pull_request check found regressions.
+
+Which repair: an LLM's KB edits when an LLM is configured (the inputs' endpoint or key, or the base's `llm:`)
+and at least one regressed case is fixed by them, each edit proven on the whole suite by the repair loop; else the
+verified partial revert of the pull request's KB changes that broke the cases (bot.repair.causal, found by the
+check); else none. The repair loop works in the checkout (with its journal) and the checkout is put back exactly
+as it was found: the repair's files travel to GitHub as texts, committed on `sqlcanary/repair/pr-<n>` on top of the
+event's `pull_request.head.sha` (bot.github.repair_pr). Never for forks or Dependabot: their checks never get here.
+When the pull request no longer regresses, or no repair holds, an open repair pull request is closed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bot.base.errors import SqlcanaryError
+from bot.base.settings import Settings
+from bot.base.textfilters import md_escape
+from bot.check.pipeline import CheckResult
+from bot.config.model import Config, database_url
+from bot.db.provision import provision
+from bot.github.context import ActionContext
+from bot.github.gitpush import PushFallback
+from bot.github.repair_change import RepairChange, RepairTarget
+from bot.github.repair_pr import RepairResult, close_repair, publish_repair
+from bot.repair.kb import KBFiles
+from bot.repair.outcome import RepairOutcome
+from bot.repair.revert import RevertCandidate
+from bot.report.repair_pr import render_repair_pr
+from bot.report.repair_view import build_repair_pr_view
+
+NO_LONGER = "the pull request no longer regresses"
+NONE_HOLDS = (
+    "no repair holds on the pull request's head (no LLM edit fixed a case and no partial revert held)"
+)
+
+
+@dataclass(frozen=True)
+class RepairStep:
+    """What the repair did, for the sticky comment (`note`) and the outputs."""
+
+    result: RepairResult | None
+    note: str = ""
+    repaired: tuple[str, ...] = ()
+    still_failing: tuple[str, ...] = ()
+
+    @property
+    def outputs(self) -> dict[str, str]:
+        r = self.result
+        exists = r is not None and r.pr_number is not None and r.action not in ("closed", "skipped")
+        return {
+            "repair-pr-number": str(r.pr_number) if exists and r else "",
+            "repair-pr-url": (r.html_url or "") if exists and r else "",
+            "repaired": ",".join(self.repaired),
+            "still-failing": ",".join(self.still_failing),
+        }
+
+
+def _llm_configured(ctx: ActionContext, config: Config) -> bool:
+    return bool(ctx.inputs.openai_base_url or ctx.inputs.openai_api_key or config.llm.base_url)
+
+
+def _kb_root(config: Config, repo: Path) -> str:
+    rel = Path(config.base_dir).resolve().relative_to(repo.resolve()).as_posix()
+    return "" if rel == "." else rel + "/"
+
+
+def _llm_repair(
+    check: CheckResult, config: Config, settings: Settings, *, max_calls: int, say: Callable[[str], None]
+) -> tuple[RepairOutcome, dict[str, str]]:
+    """The repair loop on the checkout's KB; returns its outcome and the changed files' texts (relative to the
+    config folder), and puts every KB file back as it was."""
+    from bot.cases.loader import load_suite
+    from bot.repair.loop import repair
+    from bot.repair.setup import make_client
+
+    kb = KBFiles.from_config(config)
+    before = {rel: (kb.root / rel).read_bytes() for rel in kb.files()}
+    suite = load_suite(str(config.path(config.suite))) if config.suite else None
+    if suite is None:
+        raise SqlcanaryError("the repair needs the config's `suite:`")
+    server = provision(
+        dsn=database_url(None, config, settings.database_url),
+        mode=config.postgres,
+        cache_dir=settings.embedded_dir,
+    )
+    say(f"repair: asking the LLM for KB edits (at most {max_calls} calls)")
+    try:
+        outcome = repair(
+            check.head,
+            config=config,
+            suite=suite,
+            server=server,
+            client=make_client(config, max_calls=max_calls, settings=settings),
+            max_llm_calls=max_calls,
+            base_pass_rate=check.comparison.overall.base_rate,
+            settings=settings,
+            comparison=check.comparison,
+        )
+        changed = {rel: (kb.root / rel).read_text(encoding="utf-8") for rel in outcome.files_changed}
+    finally:
+        for rel, data in before.items():
+            if (kb.root / rel).read_bytes() != data:
+                (kb.root / rel).write_bytes(data)
+        for rel in set(kb.files()) - set(before):
+            (kb.root / rel).unlink()
+    return outcome, changed
+
+
+def _chosen(
+    outcome: RepairOutcome | None, changed: dict[str, str], revert: RevertCandidate | None, *, prefix: str
+) -> tuple[dict[str, str], RepairOutcome | None, RevertCandidate | None]:
+    """The files of the repair to publish (repository paths), preferring an LLM edit that fixed a case."""
+    if outcome is not None and changed and any(c.repaired for c in outcome.cases):
+        return {prefix + rel: text for rel, text in changed.items()}, outcome, None
+    if revert is not None and revert.holds:
+        return {p: t for p, t in revert.files.items() if t is not None}, None, revert
+    return {}, None, None
+
+
+def repair_step(
+    ctx: ActionContext,
+    settings: Settings,
+    check: CheckResult,
+    *,
+    make_github: Callable[[str], Any],
+    workdir: Path,
+    repo: Path,
+    say: Callable[[str], None],
+) -> RepairStep:
+    """Open, update or close the repair pull request of this pull request; never raises for GitHub's refusals
+    (they become the note the sticky comment shows)."""
+    inputs, event = ctx.inputs, ctx.event
+    token = inputs.repair_token or inputs.github_token
+    if not (ctx.trusted and event.pr_number and event.head_ref and event.head_sha and token):
+        return RepairStep(None, "no repair pull request: it needs a same-repository pull request and a token")
+    config = check.head_config
+    if config is None:
+        return RepairStep(None, "no repair pull request: the check has no config")
+    github = make_github(token)
+    target = RepairTarget(ctx.runner.repository, event.pr_number, event.head_ref, event.head_sha)
+    regressed = tuple(c.id for c in check.comparison.judged_as("regressed"))
+    try:
+        if check.comparison.verdict != "regressions" or not regressed:
+            return RepairStep(close_repair(github, target, NO_LONGER))
+        outcome: RepairOutcome | None = None
+        changed: dict[str, str] = {}
+        if _llm_configured(ctx, config) and inputs.repair_max_llm_calls:
+            outcome, changed = _llm_repair(
+                check, config, settings, max_calls=inputs.repair_max_llm_calls, say=say
+            )
+        revert = check.found.revert if check.found else None
+        files, used, reverted = _chosen(outcome, changed, revert, prefix=_kb_root(config, repo))
+        if not files:
+            return RepairStep(close_repair(github, target, NONE_HOLDS), NONE_HOLDS, still_failing=regressed)
+        fixed = (
+            tuple(c.id for c in used.cases if c.repaired) if used else (reverted.restored if reverted else ())
+        )
+        rates = (check.comparison.overall.base_rate, check.comparison.overall.head_rate)
+        repaired_rate = (
+            used.repaired_pass_rate if used else (reverted.reverted_pass_rate if reverted else None)
+        )
+        view = build_repair_pr_view(
+            pr_number=event.pr_number,
+            base_rate=rates[0],
+            head_rate=rates[1],
+            repaired_rate=repaired_rate,
+            token="repair_token" if inputs.repair_token else "github_token",
+            outcome=used,
+            revert=reverted,
+            source_url=f"{ctx.runner.server_url}/{ctx.runner.repository}/pull/{event.pr_number}",
+            workflow=ctx.runner.workflow,
+        )
+        change = RepairChange(
+            target,
+            files=files,
+            allowed=_rule(config, repo),
+            commit_message=_message(event.pr_number, fixed, files),
+            title=f"sqlcanary: repair {len(regressed)} regressions from #{event.pr_number}",
+            body=render_repair_pr(view, secrets=settings.secrets),
+        )
+        result = publish_repair(github, change, fallback=PushFallback(workdir, token))
+    except SqlcanaryError as exc:
+        # The error may quote a file name of the pull request: escaped, as every untrusted text in the comment.
+        return RepairStep(None, f"no repair pull request: {md_escape(str(exc), 300)}", still_failing=regressed)
+    still = tuple(i for i in regressed if i not in fixed)
+    return RepairStep(result, _note(result, fixed, regressed), repaired=fixed, still_failing=still)
+
+
+def _rule(config: Config, repo: Path) -> Callable[[str], str | None]:
+    """Repository paths the repair may write: the config's `kb.paths`, under the repair loop's rules."""
+    kb = KBFiles.from_config(config)
+    prefix = _kb_root(config, repo)
+
+    def allowed(path: str) -> str | None:
+        if not path.startswith(prefix):
+            return f"{path}: outside the KB folder {prefix or '.'}"
+        return kb.allowed(path[len(prefix) :])
+
+    return allowed
+
+
+def _message(pr: int, fixed: tuple[str, ...], files: dict[str, str]) -> str:
+    lines = [f"sqlcanary: repair regressions from #{pr}", ""]
+    lines += [f"- fixes {case}" for case in fixed[:20]]
+    lines += ["", "KB files: " + ", ".join(sorted(files))]
+    return "\n".join(lines) + "\n"
+
+
+def _note(result: RepairResult, fixed: tuple[str, ...], regressed: tuple[str, ...]) -> str:
+    pr = f"#{result.pr_number}" if result.pr_number else "the repair pull request"
+    if result.action == "handed_off":
+        return f"a person edited the repair branch `{result.branch}` ({pr}): sqlcanary leaves it alone"
+    if result.action in ("opened", "updated", "unchanged"):
+        return f"repair pull request {pr} ({result.action}) fixes {len(fixed)} of {len(regressed)} regressed case(s)"
+    return f"repair pull request: {result.action} ({result.reason})" if result.reason else ""

@@ -1,0 +1,17 @@
+"""The reports' Jinja environment: bot.base.templating's settings and filters plus the report globals."""
+
+from __future__ import annotations
+
+import functools
+
+from jinja2 import Environment
+
+from bot.base.templating import new_environment
+from bot.report.marker import MARKER
+from bot.report.view import LABELS
+
+
+@functools.lru_cache(maxsize=1)
+def environment() -> Environment:
+    """The reports' environment: bot.base.templating's settings and filters plus the report globals."""
+    return new_environment(labels=LABELS, marker=MARKER)

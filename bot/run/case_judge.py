@@ -1,0 +1,88 @@
+"""Judging one answer of a case: each SQL it offers evaluated (one retry on a fresh connection), the
+alternatives combined, and the diagnostics added to a failing case (the structural scorer, the LLM judge)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from bot.agents.base import Answer
+from bot.base.results import Verdict
+from bot.cases.model import Case, CompareOptions
+from bot.db.session import ConnectionLost, Session
+from bot.run.evaluate import evaluate_case
+from bot.run.evaluation import Evaluation, ScratchFactory
+
+
+def _combine_alternatives(evs: list[Evaluation]) -> Evaluation:
+    """`gold:all`: every alternative must pass; the first that does not is the reason."""
+    for i, ev in enumerate(evs):
+        if ev.status != "passed":
+            return Evaluation(
+                status=ev.status,
+                verdicts=ev.verdicts,
+                deciding=ev.deciding,
+                reason=f"gold alternative #{i + 1}: {ev.reason}",
+                error_class=ev.error_class,
+                alternative=i,
+            )
+    return evs[0]
+
+
+def judge_answer(
+    case: Case,
+    answer: Answer,
+    session: Session,
+    options: CompareOptions,
+    scratch: ScratchFactory | None,
+    *,
+    structural: bool,
+    judge: Callable[[Case, str], Verdict] | None,
+    schemas: dict[str, Any],
+) -> Evaluation:
+    """The answer's Evaluation. Failing cases get the structural verdict (`structural`: passing ones too) and
+    the `judge`'s (`--llm-judge`); `schemas` caches each database's schema for the structural scorer."""
+    sqls = answer.alternatives or (answer.sql or "",)
+    try:
+        evs = [evaluate_case(case, s, session, options=options, scratch=scratch) for s in sqls]
+    except ConnectionLost:
+        session.reset()  # one retry on a fresh connection, then the run stops
+        evs = [evaluate_case(case, s, session, options=options, scratch=scratch) for s in sqls]
+    ev = _combine_alternatives(evs) if len(evs) > 1 else evs[0]
+    if ev.status == "failed" or (structural and ev.status == "passed"):
+        sv = _structural(case, answer.sql, session, schemas)
+        if sv is not None:
+            ev = Evaluation(
+                status=ev.status,
+                verdicts={**ev.verdicts, "structural": sv},
+                deciding=ev.deciding,
+                reason=ev.reason,
+                error_class=ev.error_class,
+                alternative=ev.alternative,
+            )
+    if judge is not None and ev.status == "failed" and answer.sql and case.gold_sql:
+        jv = judge(case, answer.sql)
+        ev = Evaluation(
+            status=ev.status,
+            verdicts={**ev.verdicts, "llm_judge": jv},
+            deciding=ev.deciding,
+            reason=ev.reason,
+            error_class=ev.error_class,
+            alternative=ev.alternative,
+        )
+    return ev
+
+
+def _structural(case: Case, sql: str | None, session: Session, cache: dict) -> Verdict | None:
+    if not sql or not case.gold_sql:
+        return None
+    try:
+        from bot.scoring.structural import structural_verdict
+    except ImportError:  # pragma: no cover - the scorer ships with the package
+        return None
+    if case.db not in cache:
+        try:
+            cache[case.db] = session.schema()
+        except Exception:  # noqa: BLE001 - a diagnostic must never fail a run
+            cache[case.db] = None
+    return structural_verdict(case.gold_sql[0], sql, schema=cache[case.db])

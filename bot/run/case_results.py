@@ -1,0 +1,74 @@
+"""A case's answer and its evaluation as the CaseResult a run records; K attempts (`--repeat K`) as one."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from bot.agents.base import Answer
+from bot.base.case_hash import case_content_hash
+from bot.base.results import Attempt, CaseResult, Prediction
+from bot.cases.model import Case
+from bot.run.evaluation import Evaluation
+
+
+def case_result(
+    case: Case,
+    answer: Answer,
+    ev: Evaluation | None,
+    *,
+    agent_s: float,
+    eval_s: float,
+    answer_key: str | None,
+) -> CaseResult:
+    prediction = Prediction(
+        sql=answer.sql,
+        error=answer.error,
+        error_class=answer.error_class,
+        stderr=answer.stderr,
+        used=answer.used,
+        duration_s=round(answer.duration_s or agent_s, 6),
+        alternative=ev.alternative if ev else None,
+    )
+    timings = {"agent_s": round(agent_s, 6), "eval_s": round(eval_s, 6)}
+    base: dict[str, Any] = dict(
+        id=case.id,
+        category=case.category,
+        tags=case.tags,
+        db=case.db,
+        question=case.question,
+        prediction=prediction,
+        timings=timings,
+        source=case.source,
+        answer_key=answer_key,
+        case_hash=case_content_hash(case),
+    )
+    if ev is None:
+        return CaseResult(
+            status="errored", reason=f"agent: {answer.error}", error_class=answer.error_class, **base
+        )
+    return CaseResult(
+        status=ev.status,
+        verdicts=ev.verdicts,
+        deciding_scorer=ev.deciding,
+        reason=ev.reason,
+        error_class=ev.error_class,
+        **base,
+    )
+
+
+# Which outcome is worse, for ties between attempts.
+_SEVERITY = {"passed": 0, "invalid": 1, "failed": 2, "errored": 3}
+
+
+def combine_attempts(tries: list[CaseResult]) -> CaseResult:
+    """K attempts -> one CaseResult: the majority status (a tie goes to the worse outcome), the details of
+    the first attempt with that status, and every attempt in `attempts`."""
+    counts = Counter(t.status for t in tries)
+    status = max(counts, key=lambda s: (counts[s], _SEVERITY[s]))
+    chosen = next(t for t in tries if t.status == status)
+    attempts = tuple(
+        Attempt(status=t.status, sql=t.prediction.sql, reason=t.reason, error_class=t.error_class)
+        for t in tries
+    )
+    return chosen.model_copy(update={"attempts": attempts})

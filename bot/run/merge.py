@@ -1,0 +1,166 @@
+"""Shards: `run --shard I/N` takes the cases whose id hashes to shard I; `sqlcanary merge RUN... --out FILE`
+joins the shards' RunResults into the one the unsharded run would have written (timings aside)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from bot.base.errors import ConfigError, ResultFileError
+from bot.base.results import CaseResult, RunMeta, RunResult, summarize
+
+# Fields every shard must share: runs that differ in one of them do not add up to one run.
+SAME_FIELDS = (
+    "suite_hash",
+    "evaluator_version",
+    "preset",
+    "agent",
+    "agent_fingerprint",
+    "kb_fingerprint",
+    "repeats",
+    "filters",
+)
+_SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
+
+
+@dataclass(frozen=True)
+class Shard:
+    index: int  # 1-based
+    count: int
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def parse_shard(text: str) -> Shard:
+    match = _SHARD.fullmatch(text or "")
+    if not match:
+        raise ConfigError(f"--shard expects I/N (for example 2/4), got {text!r}")
+    index, count = int(match.group(1)), int(match.group(2))
+    if count < 1 or not 1 <= index <= count:
+        raise ConfigError(f"--shard {text}: I must be between 1 and N, and N at least 1")
+    return Shard(index, count)
+
+
+def shard_of(case_id: str, count: int) -> int:
+    """The shard (1-based) a case belongs to: a stable hash of its id alone, the same on every machine."""
+    digest = hashlib.sha256(case_id.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % count + 1
+
+
+def in_shard(case_id: str, shard: Shard) -> bool:
+    return shard_of(case_id, shard.count) == shard.index
+
+
+def _suite_relative(file: str, suite_path: str) -> tuple[str, ...]:
+    """A case file's path below the suite folder, whether the run recorded it absolute or relative."""
+    parts = PurePosixPath(file).parts
+    root = PurePosixPath(suite_path)
+    root_parts = root.parent.parts if root.suffix in (".yml", ".yaml") else root.parts
+    for k in range(len(root_parts), 0, -1):
+        if parts[:k] == root_parts[-k:]:
+            return parts[k:]
+    return parts
+
+
+def suite_order(case: CaseResult, suite_path: str) -> tuple:
+    """Where the loader puts a case: cases inline in the suite file first, then case files in path order,
+    then by line."""
+    if not case.source:
+        return (2, (), 0, case.id)
+    file, _, line = case.source.rpartition(":")
+    rel = _suite_relative(file, suite_path)
+    rank = 1 if len(rel) > 1 and rel[0] == "cases" else 0
+    return (rank, rel, int(line) if line.isdigit() else 0, case.id)
+
+
+def _check_same(runs: list[tuple[str, RunResult]]) -> None:
+    first_path, first = runs[0]
+    for path, run in runs[1:]:
+        for name in SAME_FIELDS:
+            mine, theirs = getattr(first.meta, name), getattr(run.meta, name)
+            if mine != theirs:
+                raise ResultFileError(
+                    f"cannot merge: {name} differs ({first_path} has {mine!r}, this run {theirs!r}); "
+                    "shards must come from the same suite, agent, KB and settings",
+                    path=path,
+                )
+    fixtures: dict[str, tuple[str, str]] = {}
+    for path, run in runs:
+        for db, fp in run.meta.fixtures.items():
+            seen = fixtures.setdefault(db, (fp, path))
+            if seen[0] != fp:
+                raise ResultFileError(
+                    f"cannot merge: fixture {db!r} differs ({seen[1]} has {seen[0]}, this run {fp})",
+                    path=path,
+                )
+
+
+def _check_shards(runs: list[tuple[str, RunResult]], *, partial: bool) -> None:
+    shards: dict[int, str] = {}
+    count = None
+    for path, run in runs:
+        if run.meta.shard is None:
+            raise ResultFileError(
+                "cannot merge: this run is not a shard (it was made without --shard)", path=path
+            )
+        shard = parse_shard(run.meta.shard)
+        if count not in (None, shard.count):
+            raise ResultFileError(
+                f"cannot merge: shard {shard} of {shard.count}, the others of {count}", path=path
+            )
+        count = shard.count
+        if shard.index in shards:
+            raise ResultFileError(f"cannot merge: shard {shard} is also in {shards[shard.index]}", path=path)
+        shards[shard.index] = path
+    missing = [str(i) for i in range(1, (count or 0) + 1) if i not in shards]
+    if missing and not partial:
+        raise ConfigError(
+            f"cannot merge: shard(s) {', '.join(missing)} of {count} are missing (--partial merges anyway)"
+        )
+
+
+def merge_runs(runs: list[tuple[str, RunResult]], *, partial: bool = False) -> RunResult:
+    """Join shard runs (path, run) into one RunResult; ResultFileError / ConfigError (exit 2) when they do
+    not belong together. `duration_s` is the longest shard's: shards run side by side."""
+    if not runs:
+        raise ConfigError("nothing to merge: give the shard RunResult files")
+    _check_same(runs)
+    _check_shards(runs, partial=partial)
+    owner: dict[str, str] = {}
+    cases: list[CaseResult] = []
+    for path, run in runs:
+        for case in run.cases:
+            if case.id in owner:
+                raise ResultFileError(
+                    f"cannot merge: case {case.id!r} is also in {owner[case.id]}", path=path
+                )
+            owner[case.id] = path
+            cases.append(case)
+    metas = [run.meta for _, run in runs]
+    suite_path = metas[0].suite_path
+    cases.sort(key=lambda c: suite_order(c, suite_path))
+    return RunResult(meta=_merged_meta(metas, partial=partial), summary=summarize(cases), cases=tuple(cases))
+
+
+def _merged_meta(metas: list[RunMeta], *, partial: bool) -> RunMeta:
+    shas = {m.git_sha for m in metas}
+    fixtures: dict[str, str] = {}
+    for m in metas:
+        fixtures.update(m.fixtures)
+    started = sorted(m.started_at for m in metas if m.started_at)
+    return metas[0].model_copy(
+        update={
+            "shard": None,
+            "fixtures": dict(sorted(fixtures.items())),
+            "git_sha": shas.pop() if len(shas) == 1 else None,
+            "started_at": started[0] if started else "",
+            "duration_s": max(m.duration_s for m in metas),
+            "jobs": max(m.jobs for m in metas),
+            "complete": all(m.complete for m in metas) and not partial,
+            "agent_calls": sum(m.agent_calls for m in metas),
+            "cache_hits": sum(m.cache_hits for m in metas),
+        }
+    )

@@ -1,0 +1,111 @@
+"""A run from a typed request: find the config, select the cases, build the agent in its sandbox, provision
+PostgreSQL, evaluate, and keep what the run says besides its cases (the LLM usage of its agent and judge). Then
+what its exit code is (`run_exit`): a bug, an agent that failed on every case (a broken setup, not a 0% pass rate),
+a pass rate under the floor. `sqlcanary run`, `rescore` and the Action's sweep call it; how it is shown is theirs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from bot.agents.sandbox import agent_sandbox
+from bot.base.errors import EXIT_BUG, EXIT_GATE, EXIT_OK, AgentError
+from bot.base.results import RunResult, write_run
+from bot.base.settings import Settings
+from bot.config.model import database_url, find_config
+from bot.db.provision import provision
+from bot.run.request import RunRequest
+from bot.run.runner import run_suite
+from bot.run.setup import choose_agent, run_options, suite_and_cases
+
+DEFAULT_OUT = "sqlcanary-results/run.json"
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    run: RunResult
+    out: Path  # where the RunResult was written
+
+
+def evaluate_request(
+    req: RunRequest,
+    settings: Settings,
+    *,
+    say: Say = lambda _: None,
+    progress: Callable[[int], Any] | None = None,
+) -> Evaluated:
+    """Evaluate `req` and write its RunResult; `say` gets one line about the setup, `progress(n_cases)` makes the
+    progress display the runner updates (it must have `close()`)."""
+    config = find_config(req.config, req.suite)
+    suite, cases = suite_and_cases(req, config)
+    out = Path(req.out or (str(config.path(config.out)) if config.out else DEFAULT_OUT))
+    choice = choose_agent(req, config)
+    with agent_sandbox(choice.spec) as (sandbox, isolation):
+        opts = replace(run_options(req, config, choice, suite, settings, out=out), sandbox=isolation)
+        agent = choice.start(settings, sandbox)
+        server = provision(
+            dsn=database_url(req.dsn, config, settings.database_url),
+            mode=req.postgres or config.postgres,
+            cache_dir=settings.embedded_dir,
+        )
+        shard = f" in shard {opts.shard}" if opts.shard else ""
+        boxed = f", agent sandbox {opts.sandbox}" if opts.sandbox else ""
+        say(
+            f"sqlcanary: suite {suite.name}: {len(cases)} case(s){shard}, agent {agent.name}, "
+            f"PostgreSQL {server.version} ({server.kind}), {opts.jobs} worker(s){boxed}"
+        )
+        shown = progress(len(cases)) if progress else None
+        try:
+            run = run_suite(suite, cases, agent, server, opts, progress=shown)
+        finally:
+            if shown is not None:
+                shown.close()
+        run = with_llm_usage(run, agent, out, judge=opts.judge)
+    return Evaluated(run=run, out=out)
+
+
+def run_exit(done: Evaluated, req: RunRequest, *, say: Say = lambda _: None) -> int:
+    """The exit code of a finished run: 3 when a case hit a bug, exit 2 (AgentError) when the agent failed on
+    every case, 1 under `--min-pass-rate`, else 0; `say` gets the line that explains a non-zero code."""
+    run = done.run
+    bugs = [c.id for c in run.cases if c.error_class == "internal_error"]
+    if bugs:
+        say(f"sqlcanary: {len(bugs)} case(s) hit an internal error (a bug): {', '.join(bugs[:10])}")
+        return EXIT_BUG
+    failed_agent = agent_failure(run)
+    if failed_agent:
+        raise AgentError(f"{failed_agent}; the results are in {done.out}")
+    if req.min_pass_rate is not None:
+        rate = run.summary.pass_rate or 0.0
+        if rate < req.min_pass_rate:
+            say(f"sqlcanary: pass rate {rate:.1%} is below --min-pass-rate {req.min_pass_rate:.1%}")
+            return EXIT_GATE
+    return EXIT_OK
+
+
+def with_llm_usage(run: RunResult, agent: object, out: Path, *, judge: object = None) -> RunResult:
+    """The run with its agent's LLM usage in `meta.llm` (an agent that calls an LLM says so with
+    `llm_usage()`) and the `--llm-judge`'s in `meta.llm_judge`, written again to `out`; a run with neither is
+    returned as it is."""
+    update = {}
+    for key, holder in (("llm", agent), ("llm_judge", judge)):
+        usage_of = getattr(holder, "llm_usage", None)
+        if callable(usage_of):
+            update[key] = usage_of()
+    if not update:
+        return run
+    run = run.model_copy(update={"meta": run.meta.model_copy(update=update)})
+    write_run(out, run)
+    return run
+
+
+def agent_failure(run: RunResult) -> str | None:
+    """The reason when the agent answered no case at all (it cannot start, or fails every time): that is a broken
+    setup to report as such (exit 2), not a pass rate of 0% to compare."""
+    failed = [c for c in run.cases if c.status == "errored" and (c.error_class or "").startswith("agent_")]
+    if not run.cases or len(failed) < len(run.cases):
+        return None
+    return f"the agent ({run.meta.agent}) failed on every case ({len(failed)}), e.g. {failed[0].id}: {failed[0].reason}"

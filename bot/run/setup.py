@@ -1,0 +1,174 @@
+"""A run, set up: the one way to choose and build an agent (and its sandbox's arguments), its fingerprints and
+answer cache, the suite and the cases a request selects, and the run's options. `sqlcanary run`, the check's
+per-tree runs and the repair loop all build their agent here."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bot.agents import AgentContext, make_agent
+from bot.agents.env import agent_environment
+from bot.agents.sandbox import Sandbox
+from bot.base.errors import ConfigError
+from bot.base.results import LLMUsage
+from bot.base.settings import Settings
+from bot.cases.fields import parse_duration_ms
+from bot.cases.loader import load_suite
+from bot.cases.model import Case, Suite
+from bot.cases.selection import select_cases
+from bot.config.model import Config
+from bot.run.cache import AnswerCache
+from bot.run.fingerprint import AgentInputs, agent_fingerprint, kb_fingerprint, uses_answer_cache
+from bot.run.merge import in_shard, parse_shard
+from bot.run.request import RunRequest
+from bot.run.runner import RunOptions
+
+
+@dataclass(frozen=True)
+class AgentChoice:
+    """The agent a run uses, before it is started: enough to fingerprint it."""
+
+    spec: str
+    options: dict[str, Any]
+    base_dir: str
+    timeout_s: float
+    inputs: AgentInputs = AgentInputs()
+    remote: bool = False
+
+    def start(self, settings: Settings, sandbox: Sandbox | None = None):
+        """The agent, started: a process agent gets only the allow-listed environment (plus `agent.env`), and
+        every secret of `settings` is masked out of what it answers; with a sandbox, every process of the agent
+        runs as its unprivileged user (bot.agents.sandbox)."""
+        env = agent_environment(settings.environ, allow=self.inputs.env)
+        return make_agent(
+            self.spec,
+            AgentContext(
+                base_dir=self.base_dir,
+                options=self.options,
+                timeout_s=self.timeout_s,
+                env=env,
+                secrets=settings.secrets,
+                settings=settings,
+                sandbox=sandbox,
+            ),
+        )
+
+
+def choose_agent(req: RunRequest, config: Config, *, cwd: str | None = None) -> AgentChoice:
+    spec = req.agent or (config.agent.spec if config.agent else "gold")
+    from_config = not req.agent and config.agent is not None
+    timeout = req.agent_timeout or (config.agent.timeout if config.agent else 120.0)
+    options = dict(config.agent.options) if config.agent and from_config else {}
+    if req.persistent or (config.agent and from_config and config.agent.persistent):
+        options["persistent"] = True
+    base = config.base_dir if from_config else (cwd or os.getcwd())
+    if spec.partition(":")[0].strip() == "llm" and config.config_file and "config" not in options:
+        options["config"] = config.config_file  # the llm agent reads its `llm:` settings and `kb.paths` there
+    declared = config.agent if from_config and config.agent else None
+    inputs = AgentInputs(globs=declared.inputs, env=declared.env) if declared else AgentInputs()
+    return AgentChoice(
+        spec=spec,
+        options=options,
+        base_dir=base,
+        timeout_s=timeout,
+        inputs=inputs,
+        remote=bool(declared and declared.remote),
+    )
+
+
+def fingerprints(
+    choice: AgentChoice, config: Config, suite: Suite, settings: Settings, *, cwd: str | None = None
+) -> tuple[str | None, str]:
+    """(agent fingerprint, KB fingerprint) of a run of `suite` started in `cwd` (default: the current folder).
+    The agent fingerprint is None when what the agent reads cannot be known: its answers are then not cached."""
+    kb_fp = kb_fingerprint(config)
+    agent_fp = agent_fingerprint(
+        choice.spec,
+        choice.options,
+        choice.base_dir,
+        kb_fp,
+        cwd=cwd,
+        inputs=choice.inputs,
+        environ=settings.environ,
+        exclude=suite.files,
+    )
+    return agent_fp, kb_fp
+
+
+def answer_cache(
+    req: RunRequest, config: Config, choice: AgentChoice, settings: Settings
+) -> AnswerCache | None:
+    enabled = config.cache.answers and not req.no_answer_cache and settings.answer_cache
+    usable = enabled and uses_answer_cache(choice.spec) and not choice.remote
+    return AnswerCache(settings.cache_dir) if usable else None
+
+
+def suite_and_cases(req: RunRequest, config: Config) -> tuple[Suite, list[Case]]:
+    """The suite (argument, else the config's `suite:`) and the cases the filters and --shard select."""
+    suite_path = req.suite or (str(config.path(config.suite)) if config.suite else None)
+    if not suite_path:
+        raise ConfigError("no suite given: pass a suite folder or set `suite:` in sqlcanary.yml")
+    suite = load_suite(suite_path)
+    cases = select_cases(suite.cases, tags=list(req.tags) or None, ids=list(req.ids) or None)
+    if not cases:
+        raise ConfigError("no case matches the filters" if req.filters else "the suite has no cases")
+    if req.shard:
+        cases = [c for c in cases if in_shard(c.id, parse_shard(req.shard))]
+    return suite, cases
+
+
+class LLMJudge:
+    """The `--llm-judge` diagnostic: one client (cache and budget of the config's `llm:`) for the whole run,
+    its usage kept in the run's `meta.llm_judge`."""
+
+    def __init__(self, config: Config, settings: Settings) -> None:
+        from bot.llm import LLMClient
+        from bot.llm.cache import ReplyCache
+
+        self.client = LLMClient(
+            config.llm, environ=settings.environ, cache=ReplyCache(settings.cache_dir / "llm")
+        )
+
+    def __call__(self, case: Case, sql: str):
+        from bot.scoring.llm_judge import llm_judge_verdict
+
+        return llm_judge_verdict(self.client, case.question, case.gold_sql[0], sql)
+
+    def llm_usage(self) -> LLMUsage:
+        from bot.llm.usage import usage_record
+
+        return usage_record(self.client)
+
+
+def run_options(
+    req: RunRequest,
+    config: Config,
+    choice: AgentChoice,
+    suite: Suite,
+    settings: Settings,
+    *,
+    out: Path | None,
+) -> RunOptions:
+    jobs = req.jobs or config.jobs or 2
+    timeout = req.statement_timeout or config.statement_timeout
+    agent_fp, kb_fp = fingerprints(choice, config, suite, settings)
+    return RunOptions(
+        jobs=jobs,
+        preset=req.preset or config.preset,
+        statement_timeout_ms=parse_duration_ms(timeout, path="--statement-timeout", line=None)
+        if timeout
+        else None,
+        row_cap=req.row_cap or config.row_cap,
+        structural=req.structural,
+        judge=LLMJudge(config, settings) if req.llm_judge else None,
+        out=out,
+        filters=req.filters,
+        repeats=req.repeat,
+        shard=str(parse_shard(req.shard)) if req.shard else None,
+        agent_fingerprint=agent_fp or "",
+        kb_fingerprint=kb_fp,
+        answer_cache=answer_cache(req, config, choice, settings) if agent_fp else None,
+    )

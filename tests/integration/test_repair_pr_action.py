@@ -1,0 +1,158 @@
+"""The repair pull request end to end through `action(...)`: input `repair: true` on a same-repository pull
+request whose KB change breaks cases. The fake GitHub's git data operations write the real bare remote the
+checkout was cloned from; the agent is a real `command:` process reading the KB (tests/fixtures/attribution); no
+LLM is configured, so the repair is the verified partial revert of the hunk that broke the cases."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_action import checkout, pr_event, run_action, runner_env
+from tests.support.fake_github import FakeGitHub
+from tests.support.fake_github_git import attach_git
+from tests.support.github_fixtures import ACTIONS_TOKEN, REPO, TOKENS
+from tests.support.github_runner_files import parse_outputs
+from tests.support.tinyrepo import git
+
+pytestmark = pytest.mark.integration
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "attribution"
+FOLDER = "analytics"
+CONFIG = f"{FOLDER}/sqlcanary.yml"
+BRANCH = "sqlcanary/repair/pr-1"
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch):
+    """`main` (the fixture tree) and `feature` (three KB hunks, one of which breaks cases) on a bare remote."""
+    monkeypatch.delenv("SQLCANARY_ANSWER_CACHE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    src = tmp_path / "src"
+    shutil.copytree(FIXTURES / "tree", src / FOLDER)
+    config = src / CONFIG
+    config.write_text(config.read_text().replace("command:PYTHON agent.py", f"command:{sys.executable} agent.py"))
+    git(src, "init", "-q", "-b", "main")
+    git(src, "add", "-A")
+    git(src, "commit", "-qm", "base")
+    main_sha = git(src, "rev-parse", "HEAD")
+    git(src, "checkout", "-q", "-b", "feature")
+    shutil.copytree(FIXTURES / "prs" / "three_hunks" / "kb", src / FOLDER / "kb", dirs_exist_ok=True)
+    git(src, "commit", "-qam", "kb: three hunks")
+    bare = tmp_path / "remote" / "acme" / "agent.git"
+    bare.parent.mkdir(parents=True)
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    git(src, "push", "-q", str(bare), "main", "feature")
+    with FakeGitHub(tokens=dict(TOKENS)) as fake:
+        attach_git(fake.state, REPO, bare)
+        yield {"src": src, "bare": bare, "main": main_sha, "fake": fake, "tmp": tmp_path}
+    assert fake.errors == [], f"the fake GitHub saw requests it does not know: {fake.errors}"
+
+
+def head(world: dict, branch: str = "feature") -> str:
+    return git(world["src"], "rev-parse", branch)
+
+
+def check(world: dict, capsys, name: str, *, fork: bool = False, **inputs: str) -> tuple[int, dict]:
+    fake: FakeGitHub = world["fake"]
+    sha = head(world)
+    tmp = world["tmp"] / name
+    tmp.mkdir()
+    shas = {"main": world["main"], "regress": sha, "url": world["bare"].as_uri()}
+    fake.state.add_pull(fake.base_url, REPO, head="feature", head_sha=sha, base_sha=world["main"])
+    workspace = checkout(shas, "feature", tmp / "workspace")
+    event = pr_event(tmp / "event.json", shas, fork=fork)
+    payload = json.loads(event.read_text())
+    payload["pull_request"]["head"]["ref"] = "feature"
+    event.write_text(json.dumps(payload))
+    env = runner_env(tmp, workspace, event, fake, "pull_request", github_token=ACTIONS_TOKEN, config=CONFIG,
+                     repair="true", **inputs)  # fmt: skip
+    rc = run_action(env, fake, capsys)
+    status = subprocess.run(["git", "status", "--porcelain", "--", FOLDER], cwd=workspace, capture_output=True,
+                            text=True, check=True).stdout  # fmt: skip
+    return rc, {"outputs": parse_outputs(tmp / "output.txt"), "workspace": workspace, "status": status}
+
+
+def pulls(fake: FakeGitHub) -> list[dict]:
+    return [p for p in fake.state.repo(REPO).pulls.values() if p["head"]["ref"] == BRANCH]
+
+
+def branch_files(bare: Path) -> list[str]:
+    out = subprocess.run(["git", "diff", "--name-only", f"feature...{BRANCH}"], cwd=bare, capture_output=True,
+                         text=True, check=True)  # fmt: skip
+    return out.stdout.split()
+
+
+def test_a_regressing_pr_gets_one_draft_repair_pr_with_the_partial_revert(world, capsys):
+    rc, first = check(world, capsys, "first")
+    assert rc == 1  # the step still exits with the gate's code
+    [pr] = pulls(world["fake"])
+    assert pr["draft"] and pr["base"]["ref"] == "feature" and pr["state"] == "open"
+    assert "sqlcanary-repair" in [label["name"] for label in pr["labels"]]
+    assert pr["title"].startswith("sqlcanary: repair ") and pr["title"].endswith("from #1")
+    assert branch_files(world["bare"]) == [f"{FOLDER}/kb/metrics.yaml"]  # KB files only, the breaking hunk
+    parent = git(world["bare"], "rev-parse", f"{BRANCH}^")
+    assert parent == head(world)  # stacked on the event's head sha
+    assert "<!-- sqlcanary:repair:pr-1 -->" in pr["body"]
+    outputs = first["outputs"]
+    assert outputs["repair-pr-number"] == str(pr["number"]) and outputs["repair-pr-url"] == pr["html_url"]
+    assert outputs["repaired"] and not outputs["still-failing"]
+    assert first["status"] == ""  # the checkout is left as it was found
+    comment = next(iter(world["fake"].state.repo(REPO).comments.values()))["body"]
+    assert f"#{pr['number']}" in comment
+
+    rc, second = check(world, capsys, "second")
+    assert rc == 1 and len(pulls(world["fake"])) == 1  # found again by branch and marker, never duplicated
+    assert second["outputs"]["repair-pr-number"] == str(pr["number"])
+
+
+def test_the_repair_pr_is_closed_when_the_pr_no_longer_regresses(world, capsys):
+    check(world, capsys, "regressing")
+    src = world["src"]
+    git(src, "checkout", "-q", "feature")
+    shutil.copytree(FIXTURES / "tree" / "kb", src / FOLDER / "kb", dirs_exist_ok=True)  # the author reverts
+    git(src, "commit", "-qam", "kb: back")
+    git(src, "push", "-q", str(world["bare"]), "feature")
+    git(src, "checkout", "-q", "main")
+    rc, fixed = check(world, capsys, "fixed")
+    assert rc == 0
+    [pr] = pulls(world["fake"])
+    assert pr["state"] == "closed"
+    assert fixed["outputs"]["repair-pr-number"] == ""
+
+
+def test_after_a_persons_commit_on_the_repair_branch_sqlcanary_leaves_it_alone(world, capsys):
+    check(world, capsys, "opened")
+    fake: FakeGitHub = world["fake"]
+    work = world["tmp"] / "person"
+    git(world["tmp"], "clone", "-q", "--branch", BRANCH, str(world["bare"]), str(work))
+    (work / FOLDER / "kb" / "notes.md").write_text("# a person's note\n")
+    git(work, "add", "-A")
+    subprocess.run(["git", "-c", "user.name=Pat", "-c", "user.email=pat@example.com", "commit", "-qm", "mine"],
+                   cwd=work, check=True)  # fmt: skip
+    git(work, "push", "-q", "origin", BRANCH)
+    tip = git(world["bare"], "rev-parse", BRANCH)
+    [before] = pulls(fake)
+    writes = len(fake.writes())
+    rc, _ = check(world, capsys, "handed-off")
+    assert rc == 1
+    assert git(world["bare"], "rev-parse", BRANCH) == tip  # no further push
+    [after] = pulls(fake)
+    assert (after["title"], after["body"], after["state"]) == (before["title"], before["body"], before["state"])
+    new = [r.operation for r in fake.writes()[writes:]]
+    assert not any(op.startswith(("git/", "pulls/")) for op in new), new
+    comment = next(iter(fake.state.repo(REPO).comments.values()))["body"]
+    assert "a person edited the repair branch" in comment
+
+
+def test_a_fork_pull_request_gets_no_repair_branch_and_no_request(world, capsys):
+    rc, result = check(world, capsys, "fork", fork=True)
+    assert rc == 1
+    assert pulls(world["fake"]) == [] and world["fake"].writes() == []
+    assert subprocess.run(["git", "rev-parse", "--verify", "-q", BRANCH], cwd=world["bare"]).returncode != 0
+    assert result["outputs"]["repair-pr-number"] == ""
