@@ -237,6 +237,7 @@ def _check(
             workdir=workdir,
             repo=repo_root(workdir) or workdir,
             say=say,
+            out_dir=out_dir,
         )
         if step.note:
             say(step.note)

@@ -162,7 +162,10 @@ def check_kb_paths(config: Config, *, lines: tuple[int | None, ...] = ()) -> Non
     for i, glob in enumerate(config.kb.paths):
         if not glob or Path(glob).is_absolute() or ".." in glob.split("/"):
             continue
-        for found in sorted(base.glob(glob)):
+        # `kb/**` matches every file below kb/ for the repair loop (bot.repair.kb.glob_regex); pathlib's
+        # glob gives only the folders for it, so their files are looked at too.
+        matches = set(base.glob(glob)) | (set(base.glob(glob + "/*")) if glob.endswith("**") else set())
+        for found in sorted(matches):
             if not found.is_file():
                 continue
             rel = found.relative_to(base).as_posix()

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.base.errors import SqlcanaryError
+from bot.base.results import write_json_atomic
 from bot.base.settings import Settings
 from bot.base.textfilters import md_escape
 from bot.check.pipeline import CheckResult
@@ -130,6 +131,7 @@ def repair_step(
     workdir: Path,
     repo: Path,
     say: Callable[[str], None],
+    out_dir: Path | None = None,
 ) -> RepairStep:
     """Open, update or close the repair pull request of this pull request; never raises for GitHub's refusals
     (they become the note the sticky comment shows)."""
@@ -152,6 +154,10 @@ def repair_step(
             outcome, changed = _llm_repair(
                 check, config, settings, max_calls=inputs.repair_max_llm_calls, say=say
             )
+            if out_dir is not None:  # the loop's record, as `sqlcanary repair` writes it
+                write_json_atomic(
+                    out_dir / "repair" / "outcome.json", outcome.model_dump_json(indent=2) + "\n"
+                )
         revert = check.found.revert if check.found else None
         files, used, reverted = _chosen(outcome, changed, revert, prefix=_kb_root(config, repo))
         if not files:
@@ -160,6 +166,11 @@ def repair_step(
             tuple(c.id for c in used.cases if c.repaired) if used else (reverted.restored if reverted else ())
         )
         rates = (check.comparison.overall.base_rate, check.comparison.overall.head_rate)
+        if used is not None:  # outcome.json's own rates, so the body and the record agree
+            rates = (
+                used.base_pass_rate if used.base_pass_rate is not None else rates[0],
+                used.head_pass_rate,
+            )
         repaired_rate = (
             used.repaired_pass_rate if used else (reverted.reverted_pass_rate if reverted else None)
         )
@@ -185,7 +196,9 @@ def repair_step(
         result = publish_repair(github, change, fallback=PushFallback(workdir, token))
     except SqlcanaryError as exc:
         # The error may quote a file name of the pull request: escaped, as every untrusted text in the comment.
-        return RepairStep(None, f"no repair pull request: {md_escape(str(exc), 300)}", still_failing=regressed)
+        return RepairStep(
+            None, f"no repair pull request: {md_escape(str(exc), 300)}", still_failing=regressed
+        )
     still = tuple(i for i in regressed if i not in fixed)
     return RepairStep(result, _note(result, fixed, regressed), repaired=fixed, still_failing=still)
 

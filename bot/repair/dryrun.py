@@ -14,7 +14,7 @@ from typing import Any
 from bot.repair.outcome import AttemptRecord, CritiqueRecord, RepairOutcome
 
 DRY_RUN_REASON = "dry run: the plan is valid and shown below, not applied"
-MAX_DIFF_LINES = 400  # per plan; the outcome.json and repair_report.md hold every line
+MAX_DIFF_LINES = 400  # per plan; outcome.json and repair_report.md hold every line
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
@@ -51,7 +51,9 @@ def format_plan(title: str, record: AttemptRecord | CritiqueRecord) -> str:
     diff = _safe(record.diff).splitlines()
     lines += diff[:MAX_DIFF_LINES] or ["(the plan changes no line)"]
     if len(diff) > MAX_DIFF_LINES:
-        lines.append(f"... {len(diff) - MAX_DIFF_LINES} more diff lines (see kb.diff in outcome.json)")
+        lines.append(
+            f"... {len(diff) - MAX_DIFF_LINES} more diff lines (outcome.json and repair_report.md hold them all)"
+        )
     return "\n".join(lines)
 
 

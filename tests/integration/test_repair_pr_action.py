@@ -16,6 +16,7 @@ import pytest
 from tests.integration.test_action import checkout, pr_event, run_action, runner_env
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_github_git import attach_git
+from tests.support.fake_openai import FakeOpenAI
 from tests.support.github_fixtures import ACTIONS_TOKEN, REPO, TOKENS
 from tests.support.github_runner_files import parse_outputs
 from tests.support.tinyrepo import git
@@ -36,7 +37,9 @@ def world(tmp_path: Path, monkeypatch):
     src = tmp_path / "src"
     shutil.copytree(FIXTURES / "tree", src / FOLDER)
     config = src / CONFIG
-    config.write_text(config.read_text().replace("command:PYTHON agent.py", f"command:{sys.executable} agent.py"))
+    config.write_text(
+        config.read_text().replace("command:PYTHON agent.py", f"command:{sys.executable} agent.py")
+    )
     git(src, "init", "-q", "-b", "main")
     git(src, "add", "-A")
     git(src, "commit", "-qm", "base")
@@ -70,11 +73,25 @@ def check(world: dict, capsys, name: str, *, fork: bool = False, **inputs: str) 
     payload = json.loads(event.read_text())
     payload["pull_request"]["head"]["ref"] = "feature"
     event.write_text(json.dumps(payload))
-    env = runner_env(tmp, workspace, event, fake, "pull_request", github_token=ACTIONS_TOKEN, config=CONFIG,
-                     repair="true", **inputs)  # fmt: skip
+    env = runner_env(
+        tmp,
+        workspace,
+        event,
+        fake,
+        "pull_request",
+        github_token=ACTIONS_TOKEN,
+        config=CONFIG,
+        repair="true",
+        **inputs,
+    )
     rc = run_action(env, fake, capsys)
-    status = subprocess.run(["git", "status", "--porcelain", "--", FOLDER], cwd=workspace, capture_output=True,
-                            text=True, check=True).stdout  # fmt: skip
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--", FOLDER],
+        cwd=workspace,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return rc, {"outputs": parse_outputs(tmp / "output.txt"), "workspace": workspace, "status": status}
 
 
@@ -83,8 +100,13 @@ def pulls(fake: FakeGitHub) -> list[dict]:
 
 
 def branch_files(bare: Path) -> list[str]:
-    out = subprocess.run(["git", "diff", "--name-only", f"feature...{BRANCH}"], cwd=bare, capture_output=True,
-                         text=True, check=True)  # fmt: skip
+    out = subprocess.run(
+        ["git", "diff", "--name-only", f"feature...{BRANCH}"],
+        cwd=bare,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return out.stdout.split()
 
 
@@ -133,8 +155,11 @@ def test_after_a_persons_commit_on_the_repair_branch_sqlcanary_leaves_it_alone(w
     git(world["tmp"], "clone", "-q", "--branch", BRANCH, str(world["bare"]), str(work))
     (work / FOLDER / "kb" / "notes.md").write_text("# a person's note\n")
     git(work, "add", "-A")
-    subprocess.run(["git", "-c", "user.name=Pat", "-c", "user.email=pat@example.com", "commit", "-qm", "mine"],
-                   cwd=work, check=True)  # fmt: skip
+    subprocess.run(
+        ["git", "-c", "user.name=Pat", "-c", "user.email=pat@example.com", "commit", "-qm", "mine"],
+        cwd=work,
+        check=True,
+    )
     git(work, "push", "-q", "origin", BRANCH)
     tip = git(world["bare"], "rev-parse", BRANCH)
     [before] = pulls(fake)
@@ -143,7 +168,11 @@ def test_after_a_persons_commit_on_the_repair_branch_sqlcanary_leaves_it_alone(w
     assert rc == 1
     assert git(world["bare"], "rev-parse", BRANCH) == tip  # no further push
     [after] = pulls(fake)
-    assert (after["title"], after["body"], after["state"]) == (before["title"], before["body"], before["state"])
+    assert (after["title"], after["body"], after["state"]) == (
+        before["title"],
+        before["body"],
+        before["state"],
+    )
     new = [r.operation for r in fake.writes()[writes:]]
     assert not any(op.startswith(("git/", "pulls/")) for op in new), new
     comment = next(iter(fake.state.repo(REPO).comments.values()))["body"]
@@ -156,3 +185,60 @@ def test_a_fork_pull_request_gets_no_repair_branch_and_no_request(world, capsys)
     assert pulls(world["fake"]) == [] and world["fake"].writes() == []
     assert subprocess.run(["git", "rev-parse", "--verify", "-q", BRANCH], cwd=world["bare"]).returncode != 0
     assert result["outputs"]["repair-pr-number"] == ""
+
+
+def plan(*actions: dict) -> str:
+    return json.dumps(
+        {
+            "status": "updated",
+            "issues_found": ["revenue averages the amounts"],
+            "improvements_made": ["revenue sums the amounts again"],
+            "actions": list(actions),
+            "reasoning": "revenue is a total",
+        }
+    )
+
+
+FIX = plan(
+    {
+        "type": "edit_metric",
+        "file": "kb/metrics.yaml",
+        "edits": [{"search": "SELECT avg(amount) FROM orders", "replace": "SELECT sum(amount) FROM orders"}],
+    }
+)
+PERFECT = json.dumps({"status": "perfect", "issues_found": [], "improvements_made": [], "actions": []})
+KEY = "sk-test-repair-0123456789abcdef"
+
+
+def test_with_an_llm_the_repair_pr_holds_its_verified_edit_and_the_body_says_so(world, capsys):
+    from bot.report.repair_pr import parse_repair_data
+
+    with FakeOpenAI([FIX, PERFECT]) as llm:
+        rc, result = check(world, capsys, "llm", openai_base_url=llm.base_url, openai_api_key=KEY, model="m")
+        assert llm.completions  # the LLM was asked
+    assert rc == 1
+    [pr] = pulls(world["fake"])
+    data = parse_repair_data(pr["body"])
+    assert data is not None and data["fixed_by"] == "llm_edit"
+    outcome = json.loads((result["workspace"] / "sqlcanary-results/repair/outcome.json").read_text())
+    assert data["pass_rates"]["repaired"] == pytest.approx(outcome["repaired_pass_rate"])
+    assert data["pass_rates"]["head"] == pytest.approx(outcome["head_pass_rate"])
+    text = git(world["bare"], "show", f"{BRANCH}:{FOLDER}/kb/metrics.yaml")
+    assert "revenue: SELECT sum(amount) FROM orders" in text
+    assert "# the shop's metrics" in text  # the pull request's own change is kept
+    assert result["status"] == ""  # the checkout is put back
+    fake: FakeGitHub = world["fake"]
+    assert fake.leaks(KEY) == [] and fake.leaks(ACTIONS_TOKEN) == []
+    assert KEY not in pr["body"] and KEY not in capsys.readouterr().out
+
+
+def test_a_repair_that_would_write_outside_the_kb_reaches_nothing(world, capsys):
+    """The LLM's plan for `.github/workflows/x.yml` is refused by the loop; no branch, no pull request."""
+    bad = plan({"type": "add_file", "file": "../.github/workflows/x.yml", "content": "on: push\n"})
+    with FakeOpenAI([bad]) as llm:
+        rc, result = check(
+            world, capsys, "outside", openai_base_url=llm.base_url, openai_api_key=KEY, model="m"
+        )
+    assert rc == 1
+    assert subprocess.run(["git", "grep", "-q", "on: push", BRANCH], cwd=world["bare"]).returncode != 0
+    assert not (result["workspace"] / ".github").exists()
