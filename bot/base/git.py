@@ -8,8 +8,9 @@ import signal
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.base.errors import ConfigError
@@ -17,29 +18,56 @@ from bot.base.errors import ConfigError
 _TIMEOUT_S = 120
 
 
+@dataclass(frozen=True)
+class Git:
+    """git in one folder, with an explicit environment: the one way sqlcanary runs git (the check's trees and
+    diff, the Action's fetch of the base, the repair branch's push fallback). `env` is git's whole environment
+    (None: the process's), so what a caller adds (a token as GIT_CONFIG_*, a GIT_DIR) reaches only this git."""
+
+    cwd: Path
+    env: Mapping[str, str] | None = field(default=None, repr=False)
+    timeout: float = _TIMEOUT_S
+
+    def run(
+        self,
+        *args: str,
+        config: tuple[str, ...] = (),
+        stdin: str | None = None,
+        timeout: float | None = None,
+        errors: str = "strict",
+    ) -> subprocess.CompletedProcess[str]:
+        """`git -c CONFIG... ARGS` (never raising for git's own exit code); exit 2 (ConfigError) when git is
+        missing or does not finish in time. `errors="replace"` for output that may not be UTF-8 (a diff)."""
+        limit = timeout or self.timeout
+        argv = ["git", *(item for c in config for item in ("-c", c)), *args]
+        try:
+            return subprocess.run(
+                argv,
+                cwd=self.cwd,
+                env=None if self.env is None else dict(self.env),
+                capture_output=True,
+                text=True,
+                errors=errors,
+                timeout=limit,
+                **({"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}),
+            )
+        except FileNotFoundError as exc:
+            raise ConfigError("git is not installed (sqlcanary needs it)") from exc
+        except subprocess.TimeoutExpired as exc:
+            raise ConfigError(f"`git {' '.join(args[:2])}` did not finish within {limit:g}s") from exc
+
+
 def _git(
     args: list[str], *, cwd: Path, timeout: float = _TIMEOUT_S, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(
-            ["git", *args],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            **({"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}),
-        )
-    except FileNotFoundError as exc:
-        raise ConfigError("git is not installed (sqlcanary check needs it)") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise ConfigError(f"`git {' '.join(args[:2])}` did not finish within {timeout:g}s") from exc
+    return Git(cwd, timeout=timeout).run(*args, stdin=stdin)
 
 
 def git_sha(cwd: Path) -> str | None:
     """The commit checked out in `cwd`, or None outside a repository."""
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
+        out = Git(cwd, timeout=5).run("rev-parse", "HEAD")
+    except (OSError, ConfigError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
 
@@ -47,15 +75,8 @@ def git_sha(cwd: Path) -> str | None:
 def repo_root(path: Path) -> Path | None:
     """The root of the repository holding `path`, or None outside one (a plain folder is no error here)."""
     try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"],
-            cwd=path,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        out = Git(path, timeout=10).run("rev-parse", "--show-toplevel")
+    except (OSError, ConfigError):
         return None
     return Path(out.stdout.strip()).resolve() if out.returncode == 0 and out.stdout.strip() else None
 
@@ -196,3 +217,14 @@ def committed_under(repo: Path, folder: Path, revs: tuple[str, ...] = ("HEAD",))
         if out.returncode == 0:
             found.update(p for p in out.stdout.split("\0") if p)
     return sorted(found)
+
+
+def commit_files(root: Path, files: tuple[str, ...], message: str) -> str:
+    """Commit exactly `files` (relative to `root`) on the current branch; the new commit's sha."""
+    if _git(["rev-parse", "--is-inside-work-tree"], cwd=root).returncode != 0:
+        raise ConfigError("--commit: the config folder is not in a git repository", path=str(root))
+    for step in (["add", "--", *files], ["commit", "--no-verify", "-m", message, "--", *files]):
+        done = _git(step, cwd=root)
+        if done.returncode != 0:
+            raise ConfigError(f"--commit: git {step[0]} failed: {(done.stderr or done.stdout).strip()[:500]}")
+    return _git(["rev-parse", "HEAD"], cwd=root).stdout.strip()

@@ -157,12 +157,18 @@ def _base_run(
     return run, False
 
 
+def _anchored(req: CheckRequest) -> CheckRequest:
+    """The request with its run's paths absolute (against `run.cwd`, else the current folder's)."""
+    return replace(req, run=req.run.anchored())
+
+
 def run_baseline(
     req: CheckRequest, settings: Settings, *, out: Path, say: Say = lambda _: None
 ) -> tuple[RunResult, bool]:
     """Evaluate the checked-out commit as a future base and cache it (a push to the default branch): a later
     check whose base is this commit then reuses it. The checkout must be clean, as a worktree of it would be."""
-    repo = toplevel(Path.cwd())
+    req = _anchored(req)
+    repo = toplevel(req.run.folder)
     tree = open_tree(req.run, label="base", repo=repo, root=repo, sha=git_sha(repo), working=True)
     server = provision(
         dsn=database_url(req.run.dsn, tree.config, settings.database_url),
@@ -226,10 +232,11 @@ def _explained(
 def run_check(req: CheckRequest, settings: Settings, *, say: Say = lambda _: None) -> CheckResult:
     """Evaluate base and head, compare them under the base commit's gate, write the files; raise a
     SqlcanaryError for what the user must fix (exit 2)."""
-    repo = toplevel(Path.cwd())
+    req = _anchored(req)
+    repo = toplevel(req.run.folder)
     base_ref = req.base or default_base_ref(repo, settings.base_branch)
     base_sha = resolve_commit(repo, base_ref)
-    out_dir = Path(req.out_dir or DEFAULT_OUT_DIR).resolve()
+    out_dir = (req.run.folder / (req.out_dir or DEFAULT_OUT_DIR)).resolve()
     base_run: RunResult | None = None
     with ExitStack() as stack:
         head = _head_tree(req, stack, repo)

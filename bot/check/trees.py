@@ -20,6 +20,7 @@ from pathlib import Path
 import bot
 from bot.agents.env import agent_environment
 from bot.base.errors import EXIT_BUG, EXIT_INTERRUPTED, ConfigError
+from bot.base.git import Git
 from bot.base.results import RunResult, read_run, write_run
 from bot.base.settings import Settings
 from bot.compare.diff import FileDiff, added_file, parse_diff
@@ -75,7 +76,7 @@ def _config_file(req: RunRequest, repo: Path, root: Path, cwd: Path) -> Path | N
 def open_tree(
     req: RunRequest, *, label: str, repo: Path, root: Path, sha: str | None, working: bool = False
 ) -> Tree:
-    cwd = inside(Path.cwd(), repo, root)
+    cwd = inside(req.folder, repo, root)
     if not cwd.is_dir():
         raise ConfigError(f"the current folder does not exist in the {label} commit", path=str(cwd))
     config_file = _config_file(req, repo, root, cwd)
@@ -230,28 +231,17 @@ def pr_diff(repo: Path, base_sha: str, head_sha: str | None) -> tuple[FileDiff, 
     The two evaluated trees are diffed directly, not `base...head` from their merge base: the runs' `used` line
     numbers are those of these two trees, and a shallow CI checkout may not hold the merge base at all. An
     error gives no diff (the reports then say the regressions are not explained), never a failed check."""
-    argv = [
-        "git",
-        "-c",
-        "core.quotePath=false",
-        "diff",
-        "--unified=0",
-        "--no-color",
-        "--no-ext-diff",
-        "--no-renames",
-        base_sha,
-        *([head_sha] if head_sha else []),
-        "--",
-    ]
+    args = ["diff", "--unified=0", "--no-color", "--no-ext-diff", "--no-renames", base_sha]
+    args += [*([head_sha] if head_sha else []), "--"]
     try:
-        out = subprocess.run(
-            argv, cwd=repo, capture_output=True, timeout=_DIFF_TIMEOUT_S, stdin=subprocess.DEVNULL
+        out = Git(repo, timeout=_DIFF_TIMEOUT_S).run(
+            *args, config=("core.quotePath=false",), errors="replace"
         )
-    except (OSError, subprocess.TimeoutExpired):
+    except (OSError, ConfigError):
         return ()
     if out.returncode != 0:
         return ()
-    files = list(parse_diff(out.stdout.decode("utf-8", "replace")))
+    files = list(parse_diff(out.stdout))
     if head_sha is None:
         files += _untracked(repo)
     return tuple(files)
@@ -259,16 +249,12 @@ def pr_diff(repo: Path, base_sha: str, head_sha: str | None) -> tuple[FileDiff, 
 
 def _untracked(repo: Path) -> list[FileDiff]:
     try:
-        out = subprocess.run(
-            ["git", "ls-files", "-z", "--others", "--exclude-standard"],
-            cwd=repo,
-            capture_output=True,
-            timeout=_DIFF_TIMEOUT_S,
-            stdin=subprocess.DEVNULL,
+        out = Git(repo, timeout=_DIFF_TIMEOUT_S).run(
+            "ls-files", "-z", "--others", "--exclude-standard", errors="replace"
         )
-    except (OSError, subprocess.TimeoutExpired):
+    except (OSError, ConfigError):
         return []
-    names = [n for n in out.stdout.decode("utf-8", "replace").split("\0") if n][:MAX_UNTRACKED]
+    names = [n for n in out.stdout.split("\0") if n][:MAX_UNTRACKED]
     added = []
     for name in names:
         try:

@@ -138,7 +138,13 @@ def _workdir(ctx: ActionContext) -> Path:
 def _run_request(ctx: ActionContext, out: str | None) -> RunRequest:
     i = ctx.inputs
     return RunRequest(
-        suite=i.suite, config=i.config, repeat=i.repeat, dsn=i.database_url, out=out, quiet=True
+        suite=i.suite,
+        config=i.config,
+        repeat=i.repeat,
+        dsn=i.database_url,
+        out=out,
+        quiet=True,
+        cwd=str(_workdir(ctx)),  # the inputs' paths start there; the process's current folder is left alone
     )
 
 
@@ -167,7 +173,6 @@ def _action(ctx: ActionContext, settings: Settings, *, make_github: Any, log: St
                 f"sqlcanary: made {path} writable by its owner only (the pull request's code runs in this step)"
             )
     workdir = _workdir(ctx)
-    os.chdir(workdir)
     run_settings = action_settings(settings, ctx, workdir)
     out_dir = workdir / RESULTS_DIR
     if ctx.mode == "repair":

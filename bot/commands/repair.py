@@ -4,17 +4,16 @@ write outcome.json, kb.diff and repair_report.md."""
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 from pathlib import Path
 
 from bot.base.errors import EXIT_BAD_INPUT, EXIT_OK, ConfigError
+from bot.base.git import commit_files
 from bot.base.results import RunResult, count, read_run, write_json_atomic
 from bot.base.secrets import scrub
 from bot.base.settings import Settings
 from bot.cases.loader import load_suite
-from bot.config.model import database_url, find_config
-from bot.repair.setup import make_client
+from bot.config.model import find_config
 
 DEFAULT_OUT = "sqlcanary-results/repair"
 
@@ -95,15 +94,6 @@ def base_pass_rate(base: RunResult, suite) -> float | None:
     return count([c for c in base.cases if c.id in ids]).pass_rate
 
 
-class _NoLLM:
-    """`--no-repair`: a client that is never asked."""
-
-    from bot.llm import Usage
-
-    usage = Usage()
-    parse_stats = (0, 0, 0)
-
-
 def commit_message(outcome) -> str:
     fixed = [c for c in outcome.repaired if c.attempts]
     lines = [f"sqlcanary repair: KB fixes for {len(fixed)} failing case(s)", ""]
@@ -118,27 +108,11 @@ def commit_message(outcome) -> str:
     return "\n".join(lines) + "\n"
 
 
-def git_commit(root: Path, files: tuple[str, ...], message: str) -> str:
-    """Commit exactly `files` (relative to root) on the current branch; return the new commit's sha."""
-
-    def git(*a: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["git", *a], cwd=root, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
-        )
-
-    if git("rev-parse", "--is-inside-work-tree").returncode != 0:
-        raise ConfigError("--commit: the config folder is not in a git repository", path=str(root))
-    for step in (("add", "--", *files), ("commit", "--no-verify", "-m", message, "--", *files)):
-        done = git(*step)
-        if done.returncode != 0:
-            raise ConfigError(f"--commit: git {step[0]} failed: {(done.stderr or done.stdout).strip()[:500]}")
-    return git("rev-parse", "HEAD").stdout.strip()
-
-
 def main(args: argparse.Namespace, settings: Settings) -> int:
-    from bot.db.provision import provision
-    from bot.repair.loop import repair
+    from bot.repair.dryrun import dry_run_text
     from bot.repair.report import console_summary, render_report
+    from bot.repair.request import RepairRequest, run_repair
+    from bot.repair.setup import Limits
 
     _positive(args)
     _from_check(args)
@@ -148,45 +122,37 @@ def main(args: argparse.Namespace, settings: Settings) -> int:
     if not suite_path:
         raise ConfigError("no suite: pass --suite or set `suite:` in sqlcanary.yml", path=args.run_file)
     suite = load_suite(suite_path)
-    base = base_pass_rate(read_run(args.base), suite) if args.base else None
-    client = (
-        _NoLLM() if args.no_repair else make_client(config, max_calls=args.max_llm_calls, settings=settings)
-    )
-    server = provision(
-        dsn=database_url(args.dsn, config, settings.database_url),
-        mode=args.postgres or config.postgres,
-        cache_dir=settings.embedded_dir,
-    )
-    if not args.quiet:
-        print(
-            f"sqlcanary: repairing {sum(c.status == 'failed' for c in run.cases)} failing case(s) of "
-            f"{suite.name} (PostgreSQL {server.version})",
-            file=sys.stderr,
-        )
-    outcome = repair(
-        run,
+    req = RepairRequest(
+        run=run,
         config=config,
         suite=suite,
-        server=server,
-        client=client,
-        max_failures=args.max_failures,
-        max_retries=args.max_retries,
-        max_llm_calls=args.max_llm_calls,
-        max_critique=args.max_critique,
+        limits=Limits(
+            max_failures=args.max_failures,
+            max_retries=args.max_retries,
+            max_llm_calls=args.max_llm_calls,
+            max_critique=args.max_critique,
+        ),
         dry_run=args.dry_run,
         evaluate_only=args.no_repair,
-        base_pass_rate=base,
-        settings=settings,
+        base_pass_rate=base_pass_rate(read_run(args.base), suite) if args.base else None,
         comparison=_check_comparison(args, run),
+        dsn=args.dsn,
+        postgres=args.postgres,
     )
+    if not args.quiet:
+        failing = sum(c.status == "failed" for c in run.cases)
+        print(f"sqlcanary: repairing {failing} failing case(s) of {suite.name}", file=sys.stderr)
+    outcome = run_repair(req, settings)
     out = Path(args.out or DEFAULT_OUT)
     write_json_atomic(out / "outcome.json", outcome.model_dump_json(indent=2) + "\n")
     write_json_atomic(out / "kb.diff", outcome.kb_diff)
     write_json_atomic(out / "repair_report.md", scrub(render_report(outcome), settings.secrets))
-    print(console_summary(outcome))
+    print(scrub(console_summary(outcome), settings.secrets))
+    if outcome.dry_run:
+        print(scrub(dry_run_text(outcome), settings.secrets))
     print(f"\nwritten to {out}/ (outcome.json, kb.diff, repair_report.md)")
     if args.commit and outcome.files_changed and not args.dry_run:
-        sha = git_commit(Path(config.base_dir), outcome.files_changed, commit_message(outcome))
+        sha = commit_files(Path(config.base_dir), outcome.files_changed, commit_message(outcome))
         print(f"committed the KB changes as {sha[:12]}")
     if outcome.stopped and outcome.stopped.startswith("LLM error"):
         print(f"sqlcanary: error: {outcome.stopped}", file=sys.stderr)

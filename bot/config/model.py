@@ -179,19 +179,21 @@ def check_kb_paths(config: Config, *, lines: tuple[int | None, ...] = ()) -> Non
                 )
 
 
-def find_config(explicit: str | None, suite: str | None) -> Config:
-    """--config; else sqlcanary.yml in the suite folder (the most specific); else ./sqlcanary.yml; else empty."""
+def find_config(explicit: str | None, suite: str | None, *, cwd: Path | None = None) -> Config:
+    """--config; else sqlcanary.yml in the suite folder (the most specific); else `cwd`'s (default: the current
+    folder's) sqlcanary.yml; else empty."""
+    here = cwd or Path.cwd()
     if explicit:
         if not Path(explicit).is_file():
             raise ConfigError("no such config file", path=explicit)
         return load_config(explicit)
     folders = [Path(suite)] if suite and Path(suite).is_dir() else []
-    folders.append(Path.cwd())
+    folders.append(here)
     for folder in folders:
         for name in CONFIG_NAMES:
             if (folder / name).is_file():
                 return load_config(folder / name)
-    return Config(base_dir=str(Path.cwd()))
+    return Config(base_dir=str(here))
 
 
 def database_url(cli_dsn: str | None, config: Config, environ_url: str | None) -> str | None:

@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 from bot.base.errors import ConfigError
+from bot.base.git import Git
 from bot.base.secrets import scrub
 
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
@@ -17,15 +18,7 @@ _TIMEOUT_S = 300
 
 
 def _git(repo: Path, *args: str, config: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
-    extra = [item for c in config for item in ("-c", c)]
-    return subprocess.run(
-        ["git", *extra, *args],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=_TIMEOUT_S,
-        stdin=subprocess.DEVNULL,
-    )
+    return Git(repo, timeout=_TIMEOUT_S).run(*args, config=config)
 
 
 def has_commit(repo: Path, sha: str) -> bool:

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bot.base.git import Git
 from bot.base.secrets import scrub
 from bot.github.errors import GitHubApiError
 
@@ -41,6 +42,14 @@ class PushFallback:
     workspace: Path
     token: str = field(repr=False)
     remote_url: str | None = None
+    # git's environment besides what the push adds (GIT_DIR, the token as GIT_CONFIG_*): PATH and HOME of the
+    # step's environment; nothing else of it reaches git.
+    environ: Mapping[str, str] = field(default_factory=lambda: {"PATH": os.defpath}, repr=False)
+
+    @property
+    def git_environment(self) -> dict[str, str]:
+        keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
+        return {k: v for k, v in self.environ.items() if k in keep} or {"PATH": os.defpath}
 
 
 def bot_identity(login: str) -> GitIdentity:
@@ -53,14 +62,8 @@ def bot_identity(login: str) -> GitIdentity:
 def _remote(fallback: PushFallback) -> str:
     url = fallback.remote_url
     if url is None:
-        done = subprocess.run(
-            ["git", "remote", "get-url", "origin"],
-            cwd=fallback.workspace,
-            capture_output=True,
-            text=True,
-            timeout=_TIMEOUT_S,
-            stdin=subprocess.DEVNULL,
-        )
+        git = Git(fallback.workspace, env=fallback.git_environment, timeout=_TIMEOUT_S)
+        done = git.run("remote", "get-url", "origin")
         if done.returncode != 0:
             raise GitHubApiError(
                 f"cannot push the repair branch: {fallback.workspace} has no remote `origin`"
@@ -97,13 +100,11 @@ class LocalBranch:
         return self
 
     def _prepare(self) -> None:
-        subprocess.run(
-            ["git", "init", "-q", "--bare", str(self.git_dir)],
-            check=True,
-            capture_output=True,
-            timeout=_TIMEOUT_S,
-            stdin=subprocess.DEVNULL,
+        made = Git(Path(self._tmp.name), env=self.fallback.git_environment).run(
+            "init", "-q", "--bare", str(self.git_dir)
         )
+        if made.returncode != 0:
+            raise GitHubApiError(f"cannot prepare the repair branch: {made.stderr.strip()[:300]}")
         common = self._workspace_git("rev-parse", "--path-format=absolute", "--git-common-dir")
         if common:
             objects = Path(common) / "objects"
@@ -150,14 +151,7 @@ class LocalBranch:
 
     # ---- git ----------------------------------------------------------------------------------------------
     def _workspace_git(self, *args: str) -> str:
-        done = subprocess.run(
-            ["git", *args],
-            cwd=self.fallback.workspace,
-            capture_output=True,
-            text=True,
-            timeout=_TIMEOUT_S,
-            stdin=subprocess.DEVNULL,
-        )
+        done = Git(self.fallback.workspace, env=self.fallback.git_environment, timeout=_TIMEOUT_S).run(*args)
         return done.stdout.strip() if done.returncode == 0 else ""
 
     def _git(
@@ -168,18 +162,12 @@ class LocalBranch:
         auth: bool = False,
         check: bool = True,
     ) -> subprocess.CompletedProcess[str]:
-        full_env = {**os.environ, "GIT_DIR": str(self.git_dir), "GIT_TERMINAL_PROMPT": "0", **(env or {})}
+        full_env = {**self.fallback.git_environment, "GIT_DIR": str(self.git_dir), "GIT_TERMINAL_PROMPT": "0"}
+        full_env |= env or {}
         if auth:
             full_env |= self._auth_env()
-        done = subprocess.run(
-            ["git", *args],
-            cwd=self._tmp.name,
-            input=stdin or "",
-            capture_output=True,
-            text=True,
-            timeout=_TIMEOUT_S,
-            env=full_env,
-        )  # input "" rather than the parent's stdin: git never waits on a terminal
+        # input "" rather than the parent's stdin: git never waits on a terminal
+        done = Git(Path(self._tmp.name), env=full_env, timeout=_TIMEOUT_S).run(*args, stdin=stdin or "")
         if check and done.returncode != 0:
             detail = scrub((done.stderr or done.stdout).strip(), (self.fallback.token,))[-500:]
             raise GitHubApiError(f"git {args[0]} for the repair branch failed: {detail}")

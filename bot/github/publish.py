@@ -5,13 +5,12 @@ sending it (a `workflow_run` job with a write token posts it, treating the files
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bot.base.git import repo_root
+from bot.base.git import Git, repo_root
 from bot.base.results import RunResult, write_json_atomic
 from bot.base.secrets import scrub
 from bot.base.settings import Settings
@@ -80,7 +79,7 @@ def check_title(comparison: Comparison) -> str:
 
 
 def repo_files(repo: Path) -> set[str]:
-    out = subprocess.run(["git", "ls-files", "-z"], cwd=repo, capture_output=True, text=True, timeout=60)
+    out = Git(repo, timeout=60).run("ls-files", "-z")
     return {p for p in out.stdout.split("\0") if p} if out.returncode == 0 else set()
 
 

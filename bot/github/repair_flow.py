@@ -21,8 +21,7 @@ from bot.base.results import write_json_atomic
 from bot.base.settings import Settings
 from bot.base.textfilters import md_escape
 from bot.check.pipeline import CheckResult
-from bot.config.model import Config, database_url
-from bot.db.provision import provision
+from bot.config.model import Config
 from bot.github.context import ActionContext
 from bot.github.gitpush import PushFallback
 from bot.github.repair_change import RepairChange, RepairTarget
@@ -75,32 +74,25 @@ def _llm_repair(
     """The repair loop on the checkout's KB; returns its outcome and the changed files' texts (relative to the
     config folder), and puts every KB file back as it was."""
     from bot.cases.loader import load_suite
-    from bot.repair.loop import repair
-    from bot.repair.setup import make_client
+    from bot.repair.request import RepairRequest, run_repair
+    from bot.repair.setup import Limits
 
     kb = KBFiles.from_config(config)
     before = {rel: (kb.root / rel).read_bytes() for rel in kb.files()}
     suite = load_suite(str(config.path(config.suite))) if config.suite else None
     if suite is None:
         raise SqlcanaryError("the repair needs the config's `suite:`")
-    server = provision(
-        dsn=database_url(None, config, settings.database_url),
-        mode=config.postgres,
-        cache_dir=settings.embedded_dir,
-    )
     say(f"repair: asking the LLM for KB edits (at most {max_calls} calls)")
     try:
-        outcome = repair(
-            check.head,
+        req = RepairRequest(
+            run=check.head,
             config=config,
             suite=suite,
-            server=server,
-            client=make_client(config, max_calls=max_calls, settings=settings),
-            max_llm_calls=max_calls,
+            limits=Limits(max_llm_calls=max_calls),
             base_pass_rate=check.comparison.overall.base_rate,
-            settings=settings,
             comparison=check.comparison,
         )
+        outcome = run_repair(req, settings)
         changed = {rel: (kb.root / rel).read_text(encoding="utf-8") for rel in outcome.files_changed}
     finally:
         for rel, data in before.items():
@@ -193,7 +185,8 @@ def repair_step(
             title=f"sqlcanary: repair {len(regressed)} regressions from #{event.pr_number}",
             body=render_repair_pr(view, secrets=settings.secrets),
         )
-        result = publish_repair(github, change, fallback=PushFallback(workdir, token))
+        fallback = PushFallback(workdir, token, environ=settings.environ)
+        result = publish_repair(github, change, fallback=fallback)
     except SqlcanaryError as exc:
         # The error may quote a file name of the pull request: escaped, as every untrusted text in the comment.
         return RepairStep(

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 from bot.base.results import LLMUsage
 
 if TYPE_CHECKING:
-    from bot.llm.client import LLMClient
+    from bot.llm.protocol import JsonLLM
 
 
-def usage_record(client: LLMClient) -> LLMUsage:
+def usage_record(client: JsonLLM) -> LLMUsage:
     """Requests, cache hits, tokens, cost and parse stats of every call `client` made so far."""
     usage = client.usage
     ok, repaired, failed = client.parse_stats

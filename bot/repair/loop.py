@@ -19,6 +19,7 @@ from bot.compare.comparison import Comparison
 from bot.config.model import Config
 from bot.db.provision import Server
 from bot.llm import BudgetExhausted, LLMBadOutput, LLMError
+from bot.llm.protocol import JsonLLM
 from bot.llm.usage import usage_record
 from bot.repair.context import failure_context
 from bot.repair.dryrun import DRY_RUN_REASON
@@ -49,7 +50,7 @@ class _Loop:
     run: RunResult
     suite: Suite
     server: Server
-    client: object
+    client: JsonLLM | None  # None: the suite is evaluated only
     kb: KBFiles
     tx: Transaction | None
     limits: Limits
@@ -88,10 +89,12 @@ class _Loop:
         if self.requests >= self.limits.max_llm_calls:
             raise _Stop(f"LLM call budget spent ({self.limits.max_llm_calls} calls)")
         self.requests += 1
-        base = self.client.settings.temperature  # type: ignore[attr-defined]
+        if self.client is None:
+            raise _Stop("no LLM: the suite is evaluated only")
+        base = self.client.settings.temperature
         temperature = base if n == 1 else max(base, self.limits.retry_temperature)
         try:
-            reply = self.client.complete_json(  # type: ignore[attr-defined]
+            reply = self.client.complete_json(
                 messages,
                 schema=PLAN_SCHEMA,
                 required=("status", "actions"),
@@ -291,7 +294,9 @@ class _Loop:
         return unified_diff(self.initial, current)
 
     def llm_stats(self) -> LLMStats:
-        counters = usage_record(self.client).model_dump(exclude={"model"})  # type: ignore[arg-type]
+        if self.client is None:
+            return LLMStats(requests=self.requests)
+        counters = usage_record(self.client).model_dump(exclude={"model"})
         return LLMStats(**counters, requests=self.requests)
 
 
@@ -301,7 +306,7 @@ def repair(
     config: Config,
     suite: Suite,
     server: Server,
-    client: object,
+    client: JsonLLM | None,
     max_failures: int = 5,
     max_retries: int = 3,
     max_llm_calls: int = 50,

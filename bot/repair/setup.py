@@ -12,6 +12,7 @@ from bot.agents.env import agent_environment
 from bot.base.settings import Settings
 from bot.cases.fields import parse_duration_ms
 from bot.config.model import Config
+from bot.llm.protocol import JsonLLM
 from bot.repair.sandboxed import start_agent
 from bot.run.runner import RunOptions
 
@@ -60,13 +61,13 @@ def default_run_options(config: Config) -> RunOptions:
     )
 
 
-def cap_budget(client: object, max_llm_calls: int) -> None:
+def cap_budget(client: JsonLLM | None, max_llm_calls: int) -> None:
     """Tighten the client's own call budget so the endpoint never sees more than `max_llm_calls` requests
     from this repair, re-asks for unusable JSON included (the loop's own count sees only plans)."""
-    budget = getattr(client, "budget", None)
-    if budget is None or not hasattr(budget, "max_calls"):
+    if client is None:
         return
-    cap = getattr(budget, "calls", 0) + max_llm_calls
+    budget = client.budget
+    cap = budget.calls + max_llm_calls
     if budget.max_calls is None or budget.max_calls > cap:
         budget.max_calls = cap
 

@@ -39,10 +39,11 @@ def evaluate_request(
 ) -> Evaluated:
     """Evaluate `req` and write its RunResult; `say` gets one line about the setup, `progress(n_cases)` makes the
     progress display the runner updates (it must have `close()`)."""
-    config = find_config(req.config, req.suite)
+    req = req.anchored()
+    config = find_config(req.config, req.suite, cwd=req.folder)
     suite, cases = suite_and_cases(req, config)
-    out = Path(req.out or (str(config.path(config.out)) if config.out else DEFAULT_OUT))
-    choice = choose_agent(req, config)
+    out = Path(req.out or (str(config.path(config.out)) if config.out else req.folder / DEFAULT_OUT))
+    choice = choose_agent(req, config, cwd=str(req.folder))
     with agent_sandbox(choice.spec) as (sandbox, isolation):
         opts = replace(run_options(req, config, choice, suite, settings, out=out), sandbox=isolation)
         agent = choice.start(settings, sandbox)

@@ -4,7 +4,8 @@ inputs) and passed down, instead of an `argparse.Namespace` that every layer rea
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any
 
 from bot.base.errors import ConfigError
@@ -40,6 +41,9 @@ class RunRequest:
     min_pass_rate: float | None = None
     out: str | None = None
     quiet: bool = False
+    # The folder the paths above are relative to, and where a config is looked for (None: the current folder).
+    # The Action gives its working directory here instead of changing the process's current folder.
+    cwd: str | None = None
 
     def __post_init__(self) -> None:
         if self.repeat < 1:
@@ -55,6 +59,21 @@ class RunRequest:
         values["ids"] = tuple(args.ids or ())
         values["repeat"] = args.repeat if args.repeat is not None else 1
         return cls(**values)
+
+    @property
+    def folder(self) -> Path:
+        """The folder relative paths start from."""
+        return Path(self.cwd) if self.cwd else Path.cwd()
+
+    def anchored(self) -> RunRequest:
+        """This request with `suite`, `config` and `out` made absolute against `cwd` (unchanged without one)."""
+        if not self.cwd:
+            return self
+
+        def absolute(path: str | None) -> str | None:
+            return str(Path(self.cwd or ".") / path) if path and not Path(path).is_absolute() else path
+
+        return replace(self, suite=absolute(self.suite), config=absolute(self.config), out=absolute(self.out))
 
     @property
     def filters(self) -> dict[str, list[str]]:

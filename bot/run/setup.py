@@ -154,7 +154,7 @@ def run_options(
 ) -> RunOptions:
     jobs = req.jobs or config.jobs or 2
     timeout = req.statement_timeout or config.statement_timeout
-    agent_fp, kb_fp = fingerprints(choice, config, suite, settings)
+    agent_fp, kb_fp = fingerprints(choice, config, suite, settings, cwd=str(req.folder))
     return RunOptions(
         jobs=jobs,
         preset=req.preset or config.preset,

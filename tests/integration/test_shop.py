@@ -23,6 +23,10 @@ pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 SHOP = REPO / "benchmarks" / "shop"
 REGRESSIONS = sorted(p.stem for p in (SHOP / "regressions").glob("*.yml"))
+# Cases that fail on the shipped KB: those a planted mixed change fixes (its manifest's `fixes`).
+KNOWN_FAILING = {
+    i for p in (SHOP / "regressions").glob("*.yml") for i in yaml.safe_load(p.read_text()).get("fixes", [])
+}
 
 
 def run_suite(suite: Path, out: Path, dsn: str, *extra: str) -> RunResult:
@@ -64,7 +68,7 @@ def shipped_run(pg_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> RunRes
 
 def test_shipped_kb_passes_every_case(shipped_run: RunResult):
     not_passed = {c.id: f"{c.status}: {c.reason}" for c in shipped_run.cases if c.status != "passed"}
-    assert not_passed == {}
+    assert set(not_passed) == KNOWN_FAILING, not_passed
     assert len(shipped_run.cases) >= 60
     assert set(shipped_run.summary.by_category) == {"query", "personalization", "management", "efficiency"}
     assert shipped_run.meta.agent.startswith("python:")
@@ -103,7 +107,10 @@ def test_regression_fails_exactly_its_documented_cases(
     failed = {c.id for c in run.cases if c.status != "passed"}
     assert failed == set(manifest["breaks"])
     assert {c.status for c in run.cases if c.id in failed} == {"failed"}
-    assert all(statuses(shipped_run)[i] == "passed" for i in before if i not in changed)
+    assert set(manifest.get("fixes", [])) <= set(changed) - failed  # a mixed change's fix passes
+    assert all(
+        statuses(shipped_run)[i] == "passed" for i in before if i not in changed and i not in KNOWN_FAILING
+    )
 
 
 def test_command_adapter_gives_the_same_statuses(

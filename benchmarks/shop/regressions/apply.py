@@ -7,8 +7,9 @@
     python benchmarks/shop/regressions/apply.py missing_tz_filter --patch    # print it as a unified diff
                                                   # (git apply --directory=benchmarks/shop applies it)
 
-A regression is `regressions/<name>.yml`: `description`, `breaks` (the case ids it makes fail) and `edits`,
-each `{file, search, replace}` with `file` relative to the suite folder (`kb/metrics/dau.yaml`): the same
+A regression is `regressions/<name>.yml`: `description`, `breaks` (the case ids it makes fail), optionally
+`fixes` (case ids that fail on the shipped KB and pass with it: a mixed change), and `edits`, each
+`{file, search, replace}` with `file` relative to the suite folder (`kb/metrics/dau.yaml`): the same
 search/replace shape the repair loop proposes. `search` must occur exactly once; all edits apply or none.
 """
 
@@ -24,6 +25,7 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_KB = HERE.parent / "kb"
+KEYS = {"description", "breaks", "fixes", "edits"}
 
 
 class RegressionError(Exception):
@@ -39,8 +41,9 @@ def load_regression(name: str) -> dict[str, Any]:
     if not path.is_file():
         raise RegressionError(f"no regression {name!r} (known: {', '.join(names())})")
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    if not isinstance(data, dict) or set(data) != {"description", "breaks", "edits"}:
-        raise RegressionError(f"{path}: needs exactly the keys description, breaks, edits")
+    if not isinstance(data, dict) or not {"description", "breaks", "edits"} <= set(data) <= KEYS:
+        raise RegressionError(f"{path}: needs the keys description, breaks, edits (and optionally fixes)")
+    data.setdefault("fixes", [])
     for edit in data["edits"]:
         if set(edit) != {"file", "search", "replace"} or not str(edit["file"]).startswith("kb/"):
             raise RegressionError(f"{path}: each edit is {{file: kb/..., search, replace}}")
@@ -101,6 +104,8 @@ def main(argv: list[str]) -> int:
             print(
                 f"{name}: {data['description'].strip().splitlines()[0]}\n    breaks: {', '.join(data['breaks'])}"
             )
+            if data["fixes"]:
+                print(f"    fixes: {', '.join(data['fixes'])}")
         return 0
     try:
         if args.patch:
