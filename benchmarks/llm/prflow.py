@@ -34,6 +34,10 @@ from benchmarks.llm.workspace import KEY_ENV, clone, git, plant, statuses  # noq
 FULL_NAME = "acme/shop"
 BRANCH = "sqlcanary/repair/pr-1"
 PR_HEAD = "planted"
+# A pull request seldom changes one line only: each planted one also adds this note to the KB's README (no answer
+# reads it). Without a second change, reverting the breaking one reverts the whole pull request, which the
+# Action never offers as a repair (bot.repair.revert): no revert could show.
+BYSTANDER = ("kb/README.md", "\nReviewed for the Q1 2026 planning cycle.\n")
 
 
 @dataclass(frozen=True)
@@ -42,10 +46,14 @@ class LLMEndpoint:
     model: str
 
 
-def _world(base: Path, name: str, work: Path) -> tuple[Path, Path, str, str]:
-    """(checkout of `planted`, bare remote, base sha, head sha): the regression planted and committed."""
+def _world(base: Path, name: str, work: Path, *, bystander: bool) -> tuple[Path, Path, str, str]:
+    """(checkout of `planted`, bare remote, base sha, head sha): the regression planted and committed, with the
+    bystander change when asked."""
     src = clone(base, work / f"{name}-src")
     plant(src, name)
+    if bystander:
+        with (src / BYSTANDER[0]).open("a", encoding="utf-8") as f:
+            f.write(BYSTANDER[1])
     git(src, "checkout", "--quiet", "-b", PR_HEAD)
     git(src, "commit", "--quiet", "-am", f"plant {name}")
     bare = work / f"{name}-remote.git"
@@ -66,11 +74,12 @@ def run_flow(
     attribute_calls: int = 100,
     pythonpath: Path | None = None,
     cache_dir: Path | None = None,
+    bystander: bool = True,
     timeout: float = 7200,
 ) -> dict[str, Any]:
     """The repair PR of regression `name` and its judgement: a dict (see `_gather` and `judge`)."""
     start = time.monotonic()
-    checkout, bare, base_sha, head_sha = _world(base, name, work)
+    checkout, bare, base_sha, head_sha = _world(base, name, work, bystander=bystander)
     out = work / f"{name}-prflow.json"
     args = [
         "--workspace",
@@ -164,6 +173,7 @@ def _gather(fake: Any, bare: Path, check: Any, step: Any) -> dict[str, Any]:
         files = bare_git(bare, "diff", "--name-only", f"{PR_HEAD}...{BRANCH}").split()
     comparison = check.comparison
     rates = (data or {}).get("pass_rates") or {}
+    revert = check.found.revert if check.found else None
     return {
         "check_exit": check.exit_code,
         "verdict": comparison.verdict,
@@ -183,6 +193,7 @@ def _gather(fake: Any, bare: Path, check: Any, step: Any) -> dict[str, Any]:
         "still_failing": list(step.still_failing),
         "llm": (data or {}).get("llm") or {},
         "note": step.note,
+        "revert": {"holds": revert.holds, "reason": revert.reason} if revert else None,
         "requests": len(fake.writes()),
     }
 

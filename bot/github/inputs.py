@@ -61,6 +61,7 @@ class ActionInputs(FrozenModel):
     repair: bool = False
     repair_max_llm_calls: int = Field(default=20, ge=0, le=1000)
     repair_max_agent_calls: int = Field(default=100, ge=0, le=10000)
+    repair_max_minutes: float = Field(default=15, gt=0, le=360)
 
     @field_validator("fail_on_regression", "check_run", "repair", mode="before")
     @classmethod

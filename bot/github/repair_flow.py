@@ -69,7 +69,13 @@ def _kb_root(config: Config, repo: Path) -> str:
 
 
 def _llm_repair(
-    check: CheckResult, config: Config, settings: Settings, *, max_calls: int, say: Callable[[str], None]
+    check: CheckResult,
+    config: Config,
+    settings: Settings,
+    *,
+    max_calls: int,
+    max_minutes: float,
+    say: Callable[[str], None],
 ) -> tuple[RepairOutcome, dict[str, str]]:
     """The repair loop on the checkout's KB; returns its outcome and the changed files' texts (relative to the
     config folder), and puts every KB file back as it was."""
@@ -88,7 +94,7 @@ def _llm_repair(
             run=check.head,
             config=config,
             suite=suite,
-            limits=Limits(max_llm_calls=max_calls),
+            limits=Limits(max_llm_calls=max_calls, max_seconds=max_minutes * 60),
             base_pass_rate=check.comparison.overall.base_rate,
             comparison=check.comparison,
         )
@@ -144,7 +150,12 @@ def repair_step(
         changed: dict[str, str] = {}
         if _llm_configured(ctx, config) and inputs.repair_max_llm_calls:
             outcome, changed = _llm_repair(
-                check, config, settings, max_calls=inputs.repair_max_llm_calls, say=say
+                check,
+                config,
+                settings,
+                max_calls=inputs.repair_max_llm_calls,
+                max_minutes=inputs.repair_max_minutes,
+                say=say,
             )
             if out_dir is not None:  # the loop's record, as `sqlcanary repair` writes it
                 write_json_atomic(

@@ -8,6 +8,7 @@ loop ends normally or stops early on an LLM error or the call budget.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -61,6 +62,7 @@ class _Loop:
     latest: dict[str, CaseResult] = field(default_factory=dict)
     initial: dict[str, str | None] = field(default_factory=dict)
     requests: int = 0
+    started: float = field(default_factory=time.monotonic)
     cached: int = 0
     stopped: str | None = None
     issues: list[str] = field(default_factory=list)
@@ -88,6 +90,9 @@ class _Loop:
         `n`: the attempt (a retry samples warmer); `room`: the reply's token cap."""
         if self.requests >= self.limits.max_llm_calls:
             raise _Stop(f"LLM call budget spent ({self.limits.max_llm_calls} calls)")
+        seconds = self.limits.max_seconds
+        if seconds is not None and time.monotonic() - self.started > seconds:
+            raise _Stop(f"time budget spent ({seconds:g} s)")
         self.requests += 1
         if self.client is None:
             raise _Stop("no LLM: the suite is evaluated only")
@@ -311,6 +316,7 @@ def repair(
     max_retries: int = 3,
     max_llm_calls: int = 50,
     max_critique: int = 5,
+    max_seconds: float | None = None,
     dry_run: bool = False,
     evaluate_only: bool = False,
     base_pass_rate: float | None = None,
@@ -327,6 +333,7 @@ def repair(
         max_retries=max_retries,
         max_llm_calls=max_llm_calls,
         max_critique=max_critique,
+        max_seconds=max_seconds,
     )
     loop = _Loop(
         run=run,

@@ -55,6 +55,7 @@ def run_repair(req: RepairRequest, settings: Settings, *, client: JsonLLM | None
         max_retries=limits.max_retries,
         max_llm_calls=limits.max_llm_calls,
         max_critique=limits.max_critique,
+        max_seconds=limits.max_seconds,
         dry_run=req.dry_run,
         evaluate_only=req.evaluate_only,
         base_pass_rate=req.base_pass_rate,

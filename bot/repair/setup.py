@@ -29,6 +29,8 @@ class Limits:
     # Room for one plan's reply: a plan is a few edits; a whole file sent as `content` gets room for the
     # largest file shown. A small model that loops runs to this cap (the trial: 2,048 tokens, 5 minutes).
     plan_tokens: int = 1024
+    # Seconds the loop may spend before it stops asking (None: no limit); the Action's `repair-max-minutes`.
+    max_seconds: float | None = None
 
 
 def default_agent_factory(config: Config, settings: Settings | None = None) -> Callable[[], AgentAdapter]:

@@ -214,6 +214,18 @@ def test_the_call_budget_is_never_exceeded(shop, pg_server, tmp_path):
     assert snapshot(root) == before
 
 
+def test_a_spent_time_budget_stops_the_loop_before_it_asks(shop, pg_server, tmp_path):
+    """`max_seconds` (the Action's `repair-max-minutes`): once spent, no request is sent, the KB is untouched."""
+    root, run = shop
+    before = snapshot(root)
+    with FakeOpenAI([FIX]) as srv:
+        outcome = do_repair(root, run, pg_server, client(srv, tmp_path), max_seconds=0)
+        sent = len(srv.completions)
+    assert sent == 0
+    assert outcome.stopped and "time budget spent" in outcome.stopped
+    assert snapshot(root) == before
+
+
 def test_dry_run_shows_the_plan_and_writes_nothing(shop, pg_server, tmp_path):
     root, run = shop
     before = snapshot(root)
