@@ -4,6 +4,8 @@
     python -m benchmarks.llm.bench --only repair --regressions cpc_wrong_denominator,wrong_synonym
     python -m benchmarks.llm.bench --agent-cases all    # the whole suite for (a) (+~11 min warm)
     python -m benchmarks.llm.bench --snapshot HEAD      # judge a commit's bot/ + templates/, not the work tree
+    python -m benchmarks.llm.bench --no-llm             # (d) only, revert only, no model (~5 min)
+    python -m benchmarks.llm.bench --dry-run            # set up, check the model without fetching, stop
 
 One run prints, and writes to --out (results.json, table.md, the sqlcanary logs):
 (a) the llm agent on the shop suite beside the reference agent. Default subset: every 4th case in suite order
@@ -13,6 +15,11 @@ One run prints, and writes to --out (results.json, table.md, the sqlcanary logs)
     then judge with the reference agent: fixed, suite green, plans proposed / refused (why) / kept, calls,
     tokens, seconds;
 (c) `--repeat 3` at temperature 0.7 on a few cases: does a flaky model show up as flaky?
+(d) each planted regression's repair pull request, made as the Action makes it (`run_check` with hunk
+    attribution, then bot.github.repair_flow.repair_step against tests/support's fake GitHub and a real bare
+    repository): opened or not, the files it changes, pass rates base -> head -> repaired, fixed-by (LLM edit,
+    revert, none), and the reference agent's judgement of the repair branch.
+    `--no-llm` runs (d) alone with no model (revert only): a few minutes.
 
 It fetches the model (benchmarks/llm/setup.py) when it is not there yet: running this is asking for it.
 """
@@ -34,8 +41,17 @@ if __package__ in (None, ""):  # `python benchmarks/llm/bench.py`
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks.llm import report, setup
+from benchmarks.llm.prflow import LLMEndpoint, run_flow
+from benchmarks.llm.report import pr_row
 from benchmarks.llm.server import local_server, metrics
-from benchmarks.llm.workspace import REPO, Sqlcanary, make_shop_repo, regression_names, repair_regression
+from benchmarks.llm.workspace import (
+    REPO,
+    Sqlcanary,
+    git,
+    make_shop_repo,
+    regression_names,
+    repair_regression,
+)
 
 REPEAT_CASES = ("shop-commerce-gmv-id-q3", "shop-traffic-dau-id-nov", "shop-ads-cpc-by-region-q4")
 
@@ -162,14 +178,38 @@ def repeat_phase(base: Path, sq: Sqlcanary, srv, out: Path, cases: list[str]) ->
     }
 
 
-def main(argv: list[str]) -> int:
+def pr_phase(
+    base: Path, work: Path, names: list[str], *, llm: LLMEndpoint | None, max_llm_calls: int, pythonpath
+) -> list[dict[str, Any]]:
+    """(d): each planted regression's repair pull request, made as the Action makes it (prflow.py)."""
+    rows = []
+    for name in names:
+        flow = run_flow(base, name, work, llm=llm, max_llm_calls=max_llm_calls, pythonpath=pythonpath)
+        (work / f"{name}-prflow.log").write_text(flow.pop("log", ""), "utf-8")
+        rows.append({**pr_row(flow), "flow": flow})
+        print(report.pr_line(rows[-1]), file=sys.stderr, flush=True)
+    return rows
+
+
+def _args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", choices=sorted(setup.MODELS), default="1.5b")
     p.add_argument(
-        "--only", default="agent,repeat,repair", help="phases, comma-separated: agent,repeat,repair"
+        "--only", default="agent,repeat,repair,pr", help="phases, comma-separated: agent,repeat,repair,pr"
+    )
+    p.add_argument(
+        "--no-llm",
+        action="store_true",
+        help="no model, no server: only (d), each repair PR with the verified partial revert (a few minutes)",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="set up the work folder and the shop repository, check the model without fetching it, print the "
+        "plan and stop",
     )
     p.add_argument("--agent-cases", default="every4", help="every4 (default), everyN or all")
-    p.add_argument("--regressions", default="all", help="comma-separated names (default: all 7)")
+    p.add_argument("--regressions", default="all", help="comma-separated names (default: every planted one)")
     p.add_argument("--repeat-cases", default=",".join(REPEAT_CASES))
     p.add_argument("--max-llm-calls", type=int, default=12, help="per regression (default 12: the target)")
     p.add_argument("--snapshot", metavar="REF", help="run REF's bot/ and templates/ instead of the work tree")
@@ -177,50 +217,87 @@ def main(argv: list[str]) -> int:
         "--out", type=Path, help="folder for results.json, table.md, logs (default: a temp folder)"
     )
     args = p.parse_args(argv)
+    known = set(regression_names())
+    args.names = sorted(known) if args.regressions == "all" else args.regressions.split(",")
+    if unknown := [n for n in args.names if n not in known]:
+        p.error(f"--regressions: unknown {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+    args.phases = {"pr"} if args.no_llm else set(args.only.split(","))
+    if unknown := args.phases - {"agent", "repeat", "repair", "pr"}:
+        p.error(f"--only: unknown phase(s) {', '.join(sorted(unknown))}")
+    return args
+
+
+def main(argv: list[str]) -> int:
+    args = _args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: the server is stopped, results written
-    phases = set(args.only.split(","))
     work = Path(tempfile.mkdtemp(prefix="sqlcanary-llm-bench-"))
+    work.chmod(0o755)  # as root, the agent runs as a user of its own and must reach the shop copies
     out = args.out or work / "out"
     out.mkdir(parents=True, exist_ok=True)
-    installed = setup.ensure(args.model, log=lambda m: print(f"setup: {m}", file=sys.stderr))
     pythonpath = snapshot(args.snapshot, work / "product") if args.snapshot else None
     results: dict[str, Any] = {
         "date": dt.date.today().isoformat(),
-        "model": installed.spec.name,
+        "model": "none (--no-llm)" if args.no_llm else setup.MODELS[args.model].name,
         "product": product_state(args.snapshot),
+        "phases": sorted(args.phases),
+        "pr_mode": "revert only, no LLM"
+        if args.no_llm
+        else f"LLM edit first, at most {args.max_llm_calls} calls",
     }
     start = time.monotonic()
     print(f"bench: {results['model']}; product: {results['product']}; work: {work}", file=sys.stderr)
-    with local_server(installed, log_dir=out) as srv:
-        sq = Sqlcanary(base_url=srv.base_url, model=srv.model, pythonpath=pythonpath)
-        base = make_shop_repo(work / "base")
-        try:
-            if "agent" in phases:
-                results["agent"] = agent_phase(base, sq, srv, out, args.agent_cases)
-                print(report.agent_table(results["agent"]), flush=True)
-            if "repeat" in phases:
-                results["repeat"] = repeat_phase(base, sq, srv, out, args.repeat_cases.split(","))
-                print(report.repeat_table(results["repeat"]), flush=True)
-            if "repair" in phases:
-                names = regression_names() if args.regressions == "all" else args.regressions.split(",")
-                results["repair"] = []
-                for name in names:
-                    before, t0 = metrics(srv), time.monotonic()
-                    r = repair_regression(base, name, work, sq, max_llm_calls=args.max_llm_calls)
-                    results["repair"].append(
-                        report.repair_row(
-                            r, server=report.delta(before, metrics(srv)), wall=time.monotonic() - t0
-                        )
-                    )
-                    print(report.repair_line(results["repair"][-1]), file=sys.stderr, flush=True)
-                print(report.repair_table(results["repair"]), flush=True)
-        finally:
-            results["seconds"] = time.monotonic() - start
-            (out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n", "utf-8")
-            (out / "sqlcanary.log").write_text("\n\n".join(sq.log), "utf-8")
-            (out / "table.md").write_text(report.markdown(results), "utf-8")
+    base = make_shop_repo(work / "base")
+    if args.dry_run:
+        have = None if args.no_llm else setup.installed(args.model)
+        model = "not needed" if args.no_llm else str(have.model) if have else "not set up: the run fetches it"
+        print(
+            f"dry run: phases {', '.join(sorted(args.phases))}; regressions {', '.join(args.names)}; "
+            f"shop repository {base} at {git(base, 'rev-parse', '--short', 'HEAD').strip()}; model: {model}"
+        )
+        return 0
+    try:
+        if args.no_llm:
+            results["pr"] = pr_phase(base, work, args.names, llm=None, max_llm_calls=0, pythonpath=pythonpath)
+            print(report.pr_table(results["pr"]), flush=True)
+        else:
+            installed = setup.ensure(args.model, log=lambda m: print(f"setup: {m}", file=sys.stderr))
+            with local_server(installed, log_dir=out) as srv:
+                sq = Sqlcanary(base_url=srv.base_url, model=srv.model, pythonpath=pythonpath)
+                try:
+                    _llm_phases(results, args, base, work, out, sq, srv, pythonpath)
+                finally:
+                    (out / "sqlcanary.log").write_text("\n\n".join(sq.log), "utf-8")
+    finally:
+        results["seconds"] = time.monotonic() - start
+        (out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n", "utf-8")
+        (out / "table.md").write_text(report.markdown(results), "utf-8")
     print(f"\nwritten to {out}/ (results.json, table.md, sqlcanary.log, server.log)")
     return 0
+
+
+def _llm_phases(results, args, base, work, out, sq, srv, pythonpath) -> None:
+    if "agent" in args.phases:
+        results["agent"] = agent_phase(base, sq, srv, out, args.agent_cases)
+        print(report.agent_table(results["agent"]), flush=True)
+    if "repeat" in args.phases:
+        results["repeat"] = repeat_phase(base, sq, srv, out, args.repeat_cases.split(","))
+        print(report.repeat_table(results["repeat"]), flush=True)
+    if "repair" in args.phases:
+        results["repair"] = []
+        for name in args.names:
+            before, t0 = metrics(srv), time.monotonic()
+            r = repair_regression(base, name, work, sq, max_llm_calls=args.max_llm_calls)
+            results["repair"].append(
+                report.repair_row(r, server=report.delta(before, metrics(srv)), wall=time.monotonic() - t0)
+            )
+            print(report.repair_line(results["repair"][-1]), file=sys.stderr, flush=True)
+        print(report.repair_table(results["repair"]), flush=True)
+    if "pr" in args.phases:
+        llm = LLMEndpoint(srv.base_url, srv.model)
+        results["pr"] = pr_phase(
+            base, work, args.names, llm=llm, max_llm_calls=args.max_llm_calls, pythonpath=pythonpath
+        )
+        print(report.pr_table(results["pr"]), flush=True)
 
 
 if __name__ == "__main__":

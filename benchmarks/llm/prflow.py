@@ -118,7 +118,9 @@ def run_flow(
     result.update(name=name, exit=done.returncode, log=(done.stdout + done.stderr)[-4000:])
     if not out.is_file():
         result["error"] = f"the repair flow exited {done.returncode} without {out.name}"
-    result["judge"] = judge(bare, work / f"{name}-judge", pythonpath=pythonpath) if result.get("opened") else {}
+    result["judge"] = (
+        judge(bare, work / f"{name}-judge", pythonpath=pythonpath) if result.get("opened") else {}
+    )
     result["seconds"] = round(time.monotonic() - start, 1)
     return result
 
@@ -224,10 +226,14 @@ def child(args: argparse.Namespace) -> int:
         "cache-dir": args.cache_dir,
     }
     if args.llm_base_url:
-        inputs.update({"openai-base-url": args.llm_base_url, "model": args.model, "openai-api-key": "sk-dummy"})
+        inputs.update(
+            {"openai-base-url": args.llm_base_url, "model": args.model, "openai-api-key": "sk-dummy"}
+        )
     with FakeGitHub(tokens=dict(TOKENS)) as fake:
         attach_git(fake.state, FULL_NAME, Path(args.bare))
-        fake.state.add_pull(fake.base_url, FULL_NAME, head=PR_HEAD, head_sha=args.head_sha, base_sha=args.base_sha)
+        fake.state.add_pull(
+            fake.base_url, FULL_NAME, head=PR_HEAD, head_sha=args.head_sha, base_sha=args.base_sha
+        )
         env = {
             **os.environ,
             KEY_ENV: "sk-dummy",

@@ -6,7 +6,22 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from benchmarks.llm.workspace import RepairResult
+from benchmarks.llm.workspace import RepairResult, known_failing, regression_manifest
+
+# What kind of KB mistake each planted regression is (benchmarks/shop/regressions).
+KINDS = {
+    "cpc_wrong_denominator": "changed value",
+    "ctr_ratio_swapped": "two swapped values",
+    "dau_sum_not_avg": "wrong aggregation",
+    "missing_tz_filter": "list emptied",
+    "sea_group_missing_ph": "missing list member",
+    "snippet_missing_status_filter": "removed line",
+    "stale_orders_table": "changed value, 2 files",
+    "vietnam_alias_renamed": "mixed hunk",
+    "weekend_filter_removed": "removed block",
+    "wrong_join_snippet": "changed value",
+    "wrong_synonym": "moved list member",
+}
 
 
 def delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
@@ -44,6 +59,7 @@ def repair_row(r: RepairResult, *, server: dict[str, float], wall: float) -> dic
         "check_exit": r.check_exit,
         "repair_exit": r.repair_exit,
         "fixed": r.fixed,
+        "own_fix_kept": r.kept,
         "green": r.green,
         "only_kb": r.only_kb,
         "changed": r.changed,
@@ -124,6 +140,81 @@ def repair_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def pr_row(flow: dict[str, Any]) -> dict[str, Any]:
+    """One planted regression's repair pull request (benchmarks/llm/prflow.py) and the reference agent's judgement
+    of its branch: restored (every case it broke passes), kept (the change's own fixes still pass), clean
+    (nothing else fails that passes on the shipped KB)."""
+    name = flow["name"]
+    manifest = regression_manifest(name)
+    after: dict[str, str] = flow.get("judge") or {}
+    skip = known_failing() - set(manifest["fixes"])
+    return {
+        "name": name,
+        "kind": KINDS.get(name, "?"),
+        "breaks": len(manifest["breaks"]),
+        "regressed": len(flow.get("regressed") or []),
+        "opened": bool(flow.get("opened")),
+        "action": flow.get("action"),
+        "files": list(flow.get("files") or []),
+        "rates": flow.get("pass_rates") or {},
+        "fixed_by": flow.get("fixed_by") or "none",
+        "restored": bool(after) and all(after.get(i) == "passed" for i in manifest["breaks"]),
+        "kept": bool(after) and all(after.get(i) == "passed" for i in manifest["fixes"]),
+        "clean": bool(after) and all(s == "passed" for i, s in after.items() if i not in skip),
+        "fixes": manifest["fixes"],
+        "llm_calls": (flow.get("llm") or {}).get("calls", 0),
+        "revert": flow.get("revert"),
+        "note": flow.get("note", ""),
+        "seconds": flow.get("seconds", 0),
+        "error": flow.get("error", ""),
+    }
+
+
+def _pct(rate: Any) -> str:
+    return f"{rate:.1%}" if isinstance(rate, int | float) else "-"
+
+
+def pr_table(rows: list[dict[str, Any]]) -> str:
+    head = (
+        "| regression | kind | cases broken | repair PR | files it changes | pass rate base → head → repaired "
+        "| fixed-by | branch judged: broken cases pass / own fix kept / nothing else fails | LLM calls | seconds |\n"
+        "|---|---|---|---|---|---|---|---|---|---|"
+    )
+    lines = [head]
+    for r in rows:
+        rates = r["rates"]
+        judged = (
+            f"{_yes(r['restored'])} / {_yes(r['kept']) if r['fixes'] else '-'} / {_yes(r['clean'])}"
+            if r["opened"]
+            else "-"
+        )
+        files = ", ".join(f"`{f}`" for f in r["files"]) or "-"
+        lines.append(
+            f"| `{r['name']}` | {r['kind']} | {r['breaks']} | {'yes' if r['opened'] else '**no**'} | {files} | "
+            f"{_pct(rates.get('base'))} → {_pct(rates.get('head'))} → {_pct(rates.get('repaired'))} | "
+            f"{r['fixed_by']} | {judged} | {r['llm_calls']} | {r['seconds']:.0f} |"
+        )
+    opened = [r for r in rows if r["opened"]]
+    good = sum(1 for r in opened if r["restored"] and r["kept"] and r["clean"])
+    lines.append(
+        f"\nRepair PRs opened: **{len(opened)} of {len(rows)}**; their branch restores every broken case, keeps "
+        f"the change's own fix and breaks nothing: **{good}**. By fixed-by: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(Counter(r["fixed_by"] for r in rows).items()))
+        + "."
+    )
+    whys = [f"- `{r['name']}`: {r['note'] or r['error']}" for r in rows if not r["opened"]]
+    if whys:
+        lines.append("\nNo repair PR:\n" + "\n".join(whys))
+    return "\n".join(lines)
+
+
+def pr_line(row: dict[str, Any]) -> str:
+    return (
+        f"repair PR {row['name']}: opened={row['opened']} fixed_by={row['fixed_by']} files={row['files']} "
+        f"restored={row['restored']} kept={row['kept']} clean={row['clean']} {row['seconds']} s"
+    )
+
+
 def _short(reason: str) -> str:
     return " ".join(reason.split())[:220]
 
@@ -180,5 +271,10 @@ def markdown(results: dict[str, Any]) -> str:
     if "repair" in results:
         parts.append(
             "### (b) The repair loop on the planted regressions\n\n" + repair_table(results["repair"])
+        )
+    if "pr" in results:
+        parts.append(
+            f"### (d) The repair pull request, as the Action makes it ({results.get('pr_mode', '')})\n\n"
+            + pr_table(results["pr"])
         )
     return "\n\n".join(parts) + "\n"

@@ -217,9 +217,8 @@ def test_exactly_one_draft_repair_pr_based_on_the_pr_branch_and_labelled(repaire
 def test_the_repair_branch_holds_one_commit_on_the_head_changing_only_the_kb_file(repaired: Outcome) -> None:
     bare = repaired.bare
     commits = git(bare, "rev-list", "--parents", f"{repaired.head_sha}..{REPAIR_BRANCH}").splitlines()
-    assert len(commits) == 1 and commits[0].split()[1:] == [repaired.head_sha], (
-        commits
-    )  # one parent: the head
+    [commit] = commits  # one commit on the pull request's head, with one parent: the head
+    assert commit.split()[1:] == [repaired.head_sha], commits
     changed = git(bare, "diff", "--name-only", repaired.head_sha, REPAIR_BRANCH).split()
     assert changed == [KB_FILE]
     text = git(bare, "show", f"{REPAIR_BRANCH}:{KB_FILE}")

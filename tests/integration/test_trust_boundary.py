@@ -397,3 +397,59 @@ def _cmdline(proc: Path) -> str:
         return (proc / "cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
     except OSError:
         return ""
+
+
+MANAGEMENT_CASE = """\
+- id: bump
+  question: Move Bo to Paris.
+  category: management
+  gold_sql: UPDATE customers SET city = 'Paris' WHERE id = 2
+  checks:
+    - SELECT city = 'Paris' FROM customers WHERE id = 2
+"""
+ATTACKS = {
+    # finding 6: through the scratch-database fallback (VACUUM cannot run in a transaction)
+    "bump": "VACUUM; ALTER ROLE sqlcanary_runner SET default_transaction_read_only = on",
+    # finding 8: one cell of 10 million elements, which used to be fetched whole
+    "cities": "SELECT array_agg(g) FROM generate_series(1, 10000000) g",
+}
+
+
+def _runner_settings(pg_dsn: str) -> list[str]:
+    import psycopg2
+
+    with psycopg2.connect(pg_dsn) as conn, conn.cursor() as cur:
+        cur.execute(
+            "SELECT coalesce(array_to_string(s.setconfig, ','), '') FROM pg_db_role_setting s "
+            "JOIN pg_roles r ON r.oid = s.setrole WHERE r.rolname = 'sqlcanary_runner'"
+        )
+        return [row[0] for row in cur.fetchall() if row[0]]
+
+
+def test_a_hostile_prediction_leaves_no_effect_and_a_huge_cell_is_not_fetched(repo, fake, capsys, pg_dsn):
+    """Findings 6 and 8 through `action(...)`: the head adds a management case and answers it with a role change
+    sent through the scratch fallback, and answers `cities` with a 10-million-element cell. Both fail cleanly;
+    the role keeps no setting; the next, innocent pull request gets the true verdicts."""
+    answers = GOOD | ATTACKS | {"names": "SELECT city FROM customers"}
+    sha = attack(
+        repo,
+        "effects",
+        {"data/answers.json": json.dumps(answers), "evals/suite/cases/manage.yml": MANAGEMENT_CASE},
+    )
+    rc, result = check_pr(repo, fake, "effects", sha, capsys, database_url=pg_dsn)
+    assert rc == 1
+    head = {c.id: c for c in read_run(result["out"] / "head.json").cases}
+    assert head["bump"].status in ("failed", "errored")
+    assert head["cities"].status == "failed" and "byte cap" in (head["cities"].reason or "")
+    assert not any("default_transaction_read_only" in s for s in _runner_settings(pg_dsn))  # nothing outlived it
+
+    sha = attack(
+        repo, "innocent", {"data/answers.json": json.dumps(GOOD | {"names": "SELECT city FROM customers"})}
+    )
+    rc, result = check_pr(repo, fake, "innocent", sha, capsys, database_url=pg_dsn)
+    assert rc == 1
+    assert regressed(result) == [
+        "names"
+    ]  # the true verdict: one break, nothing invalid, nothing else failing
+    head = read_run(result["out"] / "head.json")
+    assert [c.id for c in head.cases if c.status != "passed"] == ["names"]
