@@ -18,6 +18,7 @@ import unicodedata
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Literal, TextIO
 
@@ -109,75 +110,22 @@ def _annotation(
     kind: Literal["error", "warning", "notice"],
     message: str,
     *,
-    title: str | None,
-    file: str | None,
-    line: int | None,
-    end_line: int | None,
-    col: int | None,
-    end_column: int | None,
+    title: str | None = None,
+    file: str | None = None,
+    line: int | None = None,
+    end_line: int | None = None,
+    col: int | None = None,
+    end_column: int | None = None,
 ) -> str:
     return command(
         kind, message, title=title, file=file, line=line, endLine=end_line, col=col, endColumn=end_column
     )
 
 
-def error(
-    message: str,
-    *,
-    title: str | None = None,
-    file: str | None = None,
-    line: int | None = None,
-    end_line: int | None = None,
-    col: int | None = None,
-    end_column: int | None = None,
-) -> str:
-    return _annotation(
-        "error", message, title=title, file=file, line=line, end_line=end_line, col=col, end_column=end_column
-    )
-
-
-def warning(
-    message: str,
-    *,
-    title: str | None = None,
-    file: str | None = None,
-    line: int | None = None,
-    end_line: int | None = None,
-    col: int | None = None,
-    end_column: int | None = None,
-) -> str:
-    return _annotation(
-        "warning",
-        message,
-        title=title,
-        file=file,
-        line=line,
-        end_line=end_line,
-        col=col,
-        end_column=end_column,
-    )
-
-
-def notice(
-    message: str,
-    *,
-    title: str | None = None,
-    file: str | None = None,
-    line: int | None = None,
-    end_line: int | None = None,
-    col: int | None = None,
-    end_column: int | None = None,
-) -> str:
-    return _annotation(
-        "notice",
-        message,
-        title=title,
-        file=file,
-        line=line,
-        end_line=end_line,
-        col=col,
-        end_column=end_column,
-    )
+# `::error`, `::warning` and `::notice` annotations: message, then title/file/line/end_line/col/end_column.
+error = partial(_annotation, "error")
+warning = partial(_annotation, "warning")
+notice = partial(_annotation, "notice")
 
 
 def add_mask(value: str) -> list[str]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from bot.base.results import CaseResult, Verdict
 from bot.cases.model import Case
 from bot.compare.comparison import Comparison
+from bot.repair.changehints import ChangeHint, change_hints
 from bot.repair.kb import KBFiles, RefusedPath
 from bot.repair.mentions import find_mentions
 from bot.scoring.structural_diff import Difference
@@ -66,6 +67,9 @@ class FailureContext:
     # Where the excerpts come from: "used" (the lines the agent cited) or "mentions" (no usable `used`: the
     # KB files the SQL and the question name; `>` marks the lines about those names).
     excerpts_from: str = "used"
+    # The linked hunks in the shape an edit must take (bot.repair.changehints): removed lines to insert after a
+    # line that exists now, lines changed together (swapped values) to edit together.
+    changes: tuple[ChangeHint, ...] = ()
 
 
 def parse_refs(used: tuple[str, ...]) -> tuple[dict[str, list[tuple[int, int]]], list[str]]:
@@ -163,8 +167,22 @@ def _cut(text: str | None) -> str:
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + " ... (cut)"
 
 
+def _kb_text(kb: KBFiles, path: str) -> tuple[str, str] | None:
+    """(KB name, text now) of a repository path: the path itself, else with its leading folders dropped (a
+    suite in a subfolder: `benchmarks/shop/kb/x.yaml` is the KB's `kb/x.yaml`)."""
+    parts = path.split("/")
+    for i in range(len(parts)):
+        try:
+            text = kb.read("/".join(parts[i:]))
+            if text is not None:
+                return kb.relative("/".join(parts[i:])), text
+        except (RefusedPath, OSError, UnicodeDecodeError, ValueError):
+            continue
+    return None
+
+
 def _from_check(
-    result: CaseResult, comparison: Comparison | None
+    result: CaseResult, comparison: Comparison | None, kb: KBFiles
 ) -> tuple[dict[str, object], tuple[str, ...]]:
     """The FailureContext fields a check's comparison gives, and the lines its linked diff added (the head
     side, for the reply's example)."""
@@ -182,6 +200,7 @@ def _from_check(
         "kb_diff": _cut(diff),
         "explained": explained,
         "base_prediction": _cut(change.base_sql) if change.base_sql else None,
+        "changes": change_hints([(c.file, c.hunks) for c in linked], lambda path: _kb_text(kb, path)),
     }
     return fields, added
 
@@ -241,10 +260,11 @@ def failure_context(
     source = "used"
     if not shown:
         question = result.question or (case.question if case else "")
+        asked = " ".join(filter(None, (question, case.instructions if case else "")))  # "My market is ..."
         sql = (*(case.gold_sql if case else ()), result.prediction.sql)
-        shown, texts = mentioned_excerpts(kb, sql, question)
+        shown, texts = mentioned_excerpts(kb, sql, asked)
         source = "mentions"
-    linked, added = _from_check(result, comparison)
+    linked, added = _from_check(result, comparison, kb)
     return FailureContext(
         id=result.id,
         question=_cut(result.question or (case.question if case else "")),

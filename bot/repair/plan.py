@@ -216,6 +216,14 @@ def _existing_like(kb: KBFiles, rel: str) -> str:
     return f". To edit an existing file, name it: {', '.join(names)}" if names else ""
 
 
+# Said with every search text that is not in the file: a small model searches for lines a pull request removed
+# (copied from the diff's `-` side), which can never match. Inserting takes a line that is there.
+NOT_THERE = (
+    ". A `search` is always lines the file has now: lines a change removed are not there. To insert lines, "
+    "search for the line they go after and replace it with that line followed by the lines to insert"
+)
+
+
 def check_plan(plan: Plan, kb: KBFiles) -> CheckedPlan:
     """Every action checked against the files on disk and the actions before it; all refused or none."""
     if plan.status == "updated" and not plan.actions:
@@ -240,6 +248,8 @@ def check_plan(plan: Plan, kb: KBFiles) -> CheckedPlan:
                 message += f"; send the whole corrected {file_kind(str(action.file))} as `content`"
             elif action.edits and texts.get(str(action.file)) is None:
                 message += _existing_like(kb, str(action.file))
+            elif "search text not found" in message:
+                message += NOT_THERE
             refusals.append(Refusal(str(action.file)[:200], f"actions[{i}]: {message}"))
     changes = {k: v for k, v in texts.items() if v is not None and v != originals.get(k)}
     if not refusals and plan.actions and not changes:

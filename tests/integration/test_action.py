@@ -17,20 +17,13 @@ from bot.github.context import ActionContext
 from bot.github.event import load_event
 from bot.github.inputs import RunnerContext, read_inputs
 from tests.support.fake_github import FakeGitHub
-from tests.support.github_fixtures import ACTIONS_TOKEN, NO_CHECKS_TOKEN, REPO, TOKENS, client
+from tests.support.github_fixtures import ACTIONS_TOKEN, NO_CHECKS_TOKEN, REPO, client
 from tests.support.github_runner_files import parse_outputs
 from tests.support.tinyrepo import CONFIG, GOOD, commit_answers, git, make_tiny_repo
 
 pytestmark = pytest.mark.integration
 
 LEAKED = ACTIONS_TOKEN  # what a careless agent prints to stderr
-
-
-@pytest.fixture
-def fake():
-    with FakeGitHub(tokens=dict(TOKENS)) as server:
-        yield server
-    assert server.errors == [], f"the fake GitHub saw requests it does not know: {server.errors}"
 
 
 @pytest.fixture

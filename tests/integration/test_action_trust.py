@@ -23,7 +23,7 @@ from bot.github.event import load_event
 from bot.github.inputs import RunnerContext, read_inputs
 from tests.integration.test_action import checkout, pr_event, runner_env
 from tests.support.fake_github import FakeGitHub
-from tests.support.github_fixtures import ACTIONS_TOKEN, REPO, TOKENS, client
+from tests.support.github_fixtures import ACTIONS_TOKEN, REPO, client
 from tests.support.github_runner_files import parse_outputs
 from tests.support.step_log import commands, stopped_at_end
 from tests.support.tinyrepo import CASES_YML, GOOD, commit_answers, git, make_tiny_repo
@@ -63,13 +63,6 @@ def _leaks(text: str) -> list[str]:
     core = _token_core(len(BLOB_PREFIX) % 3)
     found += ["blob"] if any(core[i : i + 8] in text for i in range(len(core) - 7)) else []
     return found + (["plain"] if TOKEN in text else [])
-
-
-@pytest.fixture
-def fake():
-    with FakeGitHub(tokens=dict(TOKENS)) as server:
-        yield server
-    assert server.errors == [], f"the fake GitHub saw requests it does not know: {server.errors}"
 
 
 def _remote(tmp_path: Path, answers: dict[str, str], cases: str | None = None) -> dict[str, str]:

@@ -104,7 +104,9 @@ def test_regression_fails_exactly_its_documented_cases(
     changed = sorted(case_id for case_id in before if before[case_id] != after[case_id])
     assert set(manifest["breaks"]) <= set(changed)
     run = run_suite(suite, tmp_path / "run.json", pg_dsn, *[arg for i in changed for arg in ("--id", i)])
-    failed = {c.id for c in run.cases if c.status != "passed"}
+    # A case that fails on the shipped KB may change its (wrong) answer and fail still: not a break.
+    still = KNOWN_FAILING - set(manifest.get("fixes", []))
+    failed = {c.id for c in run.cases if c.status != "passed"} - still
     assert failed == set(manifest["breaks"])
     assert {c.status for c in run.cases if c.id in failed} == {"failed"}
     assert set(manifest.get("fixes", [])) <= set(changed) - failed  # a mixed change's fix passes

@@ -15,7 +15,7 @@ from bot.cli import main
 from tests.integration.test_action import checkout, comments, pr_event, run_action, runner_env
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_openai import FakeOpenAI
-from tests.support.github_fixtures import ACTIONS_TOKEN, REPO, TOKENS
+from tests.support.github_fixtures import ACTIONS_TOKEN, REPO
 from tests.support.github_runner_files import parse_outputs
 from tests.support.tinyrepo import CASES_YML, CONFIG, GOOD, config, git, make_tiny_repo
 
@@ -24,13 +24,6 @@ pytestmark = pytest.mark.integration
 BROKEN = GOOD | {"names": "SELECT city FROM customers"}  # the pull request breaks case `names`
 WITHOUT_NAMES = CASES_YML[: CASES_YML.index("- id: names")] + CASES_YML[CASES_YML.index("- id: cities") :]
 SUITE2_CONFIG = 'suite: ../suite2\nagent: {"spec": "command:python3 agent.py"}\n'
-
-
-@pytest.fixture
-def fake():
-    with FakeGitHub(tokens=dict(TOKENS)) as server:
-        yield server
-    assert server.errors == [], f"the fake GitHub saw requests it does not know: {server.errors}"
 
 
 @pytest.fixture
@@ -97,19 +90,16 @@ def regressed(result: dict) -> list[str]:
     return [c["id"] for c in result["comparison"]["cases"] if c["transition"] == "regressed"]
 
 
+def suite2(repo: dict) -> dict[str, str | None]:
+    """The suite copied to `evals/suite2` without the case the pull request breaks, the config pointing there."""
+    suite = repo["src"] / "evals/suite"
+    copied = {f"evals/suite2/{name}": (suite / name).read_text() for name in ("suite.yml", "shop.sql")}
+    return {**copied, "evals/suite2/cases/all.yml": WITHOUT_NAMES, CONFIG: SUITE2_CONFIG}
+
+
 def test_a_suite_copied_elsewhere_by_the_head_config_is_still_the_base_suite(repo, fake, capsys):
     """Finding 1: the head copies the suite to `suite2` and points its config there ("no baseline" used to pass)."""
-    suite = repo["src"] / "evals/suite"
-    sha = attack(
-        repo,
-        "copied",
-        {
-            "evals/suite2/suite.yml": (suite / "suite.yml").read_text(),
-            "evals/suite2/cases/all.yml": WITHOUT_NAMES,
-            "evals/suite2/shop.sql": (suite / "shop.sql").read_text(),
-            CONFIG: SUITE2_CONFIG,
-        },
-    )
+    sha = attack(repo, "copied", suite2(repo))
     rc, result = check_pr(repo, fake, "copied", sha, capsys)
     assert rc == 1
     assert result["comparison"]["baseline"] == "run"
@@ -122,18 +112,7 @@ def test_a_suite_copied_elsewhere_by_the_head_config_is_still_the_base_suite(rep
 
 def test_a_suite_the_head_moved_is_compared_case_by_case_with_the_base_suite(repo, fake, capsys):
     """The head deletes the base's suite and keeps a copy without the broken case: that case was removed."""
-    suite = repo["src"] / "evals/suite"
-    sha = attack(
-        repo,
-        "moved",
-        {
-            "evals/suite2/suite.yml": (suite / "suite.yml").read_text(),
-            "evals/suite2/cases/all.yml": WITHOUT_NAMES,
-            "evals/suite2/shop.sql": (suite / "shop.sql").read_text(),
-            CONFIG: SUITE2_CONFIG,
-            "evals/suite": None,
-        },
-    )
+    sha = attack(repo, "moved", {**suite2(repo), "evals/suite": None})
     rc, result = check_pr(repo, fake, "moved", sha, capsys)
     assert rc == 1
     removed = [c["id"] for c in result["comparison"]["cases"] if c["transition"] == "removed"]
@@ -441,7 +420,9 @@ def test_a_hostile_prediction_leaves_no_effect_and_a_huge_cell_is_not_fetched(re
     head = {c.id: c for c in read_run(result["out"] / "head.json").cases}
     assert head["bump"].status in ("failed", "errored")
     assert head["cities"].status == "failed" and "byte cap" in (head["cities"].reason or "")
-    assert not any("default_transaction_read_only" in s for s in _runner_settings(pg_dsn))  # nothing outlived it
+    assert not any(
+        "default_transaction_read_only" in s for s in _runner_settings(pg_dsn)
+    )  # nothing outlived it
 
     sha = attack(
         repo, "innocent", {"data/answers.json": json.dumps(GOOD | {"names": "SELECT city FROM customers"})}

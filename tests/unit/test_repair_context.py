@@ -50,13 +50,15 @@ def _failed(case: Case, sql: str, used: tuple[str, ...] = ()) -> CaseResult:
 def test_every_planted_regressions_file_is_shown_for_every_case_it_breaks(
     regression: Path, suite: Suite, kb: KBFiles
 ) -> None:
-    """From the gold SQL and the question alone: the file the regression edits is among those shown."""
+    """From the gold SQL and the question (with its instructions) alone: the file the regression edits is among
+    those shown."""
     planted = yaml.safe_load(regression.read_text(encoding="utf-8"))
     edited = {e["file"] for e in planted["edits"]}
     files = kb.files()
     for case_id in planted["breaks"]:
         case = _case(suite, case_id)
-        shown = [m.file for m in find_mentions(files, case.gold_sql, question=case.question)]
+        asked = " ".join(filter(None, (case.question, case.instructions)))  # as failure_context asks
+        shown = [m.file for m in find_mentions(files, case.gold_sql, question=asked)]
         assert edited & set(shown), (case_id, shown)
         assert len(shown) <= MAX_MENTIONED
 
