@@ -215,7 +215,8 @@ def _check(
         raise ConfigError("input `mode`: `check` needs a pull_request event (it compares the base commit)")
     if ctx.event.head_sha:  # before any evaluation or write: the check run goes to the commit evaluated
         verify_checkout(workdir, ctx.event.head_sha)
-    ensure_commit(workdir, base_sha, token=ctx.inputs.github_token if ctx.trusted else None)
+    token = ctx.inputs.github_token if ctx.trusted else None
+    ensure_commit(workdir, base_sha, token=token, environ=settings.environ)
     repairing = ctx.inputs.repair and ctx.trusted
     req = CheckRequest(
         run=_run_request(ctx, None),

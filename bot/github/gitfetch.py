@@ -5,8 +5,10 @@ it (an HTTP header, never in the URL, never printed)."""
 from __future__ import annotations
 
 import base64
+import os
 import re
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
 from bot.base.errors import ConfigError
@@ -25,7 +27,14 @@ def has_commit(repo: Path, sha: str) -> bool:
     return _git(repo, "cat-file", "-e", f"{sha}^{{commit}}").returncode == 0
 
 
-def ensure_commit(repo: Path, sha: str, *, token: str | None, remote: str = "origin") -> bool:
+def ensure_commit(
+    repo: Path,
+    sha: str,
+    *,
+    token: str | None,
+    remote: str = "origin",
+    environ: Mapping[str, str] | None = None,
+) -> bool:
     """Fetch `sha` (depth 1) from `remote` unless the checkout has it; True when a fetch was needed. A
     ConfigError says how to fix the workflow when it cannot be had."""
     if not _SHA.match(sha):
@@ -38,13 +47,21 @@ def ensure_commit(repo: Path, sha: str, *, token: str | None, remote: str = "ori
             f"the base commit {sha[:12]} is not in the checkout and it has no remote `{remote}` "
             "to fetch it from: use actions/checkout with fetch-depth: 0"
         )
-    config: tuple[str, ...] = ()
+    git = Git(repo, timeout=_TIMEOUT_S)
     if token and url.stdout.strip().startswith(("https://", "http://")):
+        # The token as actions/checkout sends it, through git's environment: never on a command line, where
+        # another process could read it in /proc/<pid>/cmdline.
         basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
-        config = (f"http.extraheader=AUTHORIZATION: basic {basic}",)
-    done = _git(
-        repo, "fetch", "--no-tags", "--no-recurse-submodules", "--depth=1", remote, sha, config=config
-    )
+        auth = {
+            "GIT_CONFIG_COUNT": "1",
+            "GIT_CONFIG_KEY_0": "http.extraheader",
+            "GIT_CONFIG_VALUE_0": f"AUTHORIZATION: basic {basic}",
+            "GIT_TERMINAL_PROMPT": "0",
+        }
+        keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
+        base = {k: v for k, v in (environ or {}).items() if k in keep} or {"PATH": os.defpath}
+        git = Git(repo, env={**base, **auth}, timeout=_TIMEOUT_S)
+    done = git.run("fetch", "--no-tags", "--no-recurse-submodules", "--depth=1", remote, sha)
     if done.returncode != 0 or not has_commit(repo, sha):
         detail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]
         detail_text = scrub(detail[0], (token,)) if token else detail[0]

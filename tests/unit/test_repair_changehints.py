@@ -13,13 +13,16 @@ from pathlib import Path
 import pytest
 import yaml
 
+from bot.cases.loader import load_suite
 from bot.compare.diff import Hunk, parse_diff
 from bot.config.model import Config, KBConfig
 from bot.repair.actions import Action, apply_action
 from bot.repair.changehints import change_hints, hint
+from bot.repair.context import failure_context
 from bot.repair.kb import KBFiles
 from bot.repair.plan import NOT_THERE, check_plan, parse_plan
 from bot.repair.prompts import case_messages
+from tests.unit.test_repair_context import _case, _failed
 
 SHOP = Path(__file__).resolve().parents[2] / "benchmarks" / "shop"
 REGRESSIONS = SHOP / "regressions"
@@ -111,11 +114,6 @@ def kb(tmp_path: Path) -> KBFiles:
 
 
 def test_the_prompt_shows_the_insertion_and_makes_it_the_reply_example(tmp_path: Path, kb: KBFiles):
-    from tests.unit.test_repair_context import _case, _failed  # the shop case helpers
-
-    from bot.cases.loader import load_suite
-    from bot.repair.context import failure_context
-
     rel, base, head = planted("weekend_filter_removed")
     (kb.root / rel).parent.mkdir(parents=True, exist_ok=True)
     (kb.root / rel).write_text(head)
@@ -126,7 +124,7 @@ def test_the_prompt_shows_the_insertion_and_makes_it_the_reply_example(tmp_path:
     [_, user] = case_messages(ctx, globs=kb.globs, files=[], feedback=[], secrets=[])
     text = user["content"]
     assert "no\n`search` can find them" in text or "no `search` can find them" in text
-    assert '- name: weekends\n    synonyms: [weekend, weekends]' in text  # the base's lines, to insert
+    assert "- name: weekends\n    synonyms: [weekend, weekends]" in text  # the base's lines, to insert
     reply = text[text.index("## Your reply") :]
     assert "to insert the removed lines" in reply and '"search": "day_filters:"' in reply
 
