@@ -4,12 +4,12 @@
     python -m benchmarks.llm.bench --only repair --regressions cpc_wrong_denominator,wrong_synonym
     python -m benchmarks.llm.bench --agent-cases all    # the whole suite for (a) (+~11 min warm)
     python -m benchmarks.llm.bench --snapshot HEAD      # judge a commit's bot/ + templates/, not the work tree
-    python -m benchmarks.llm.bench --no-llm             # (d) only, revert only, no model (~5 min)
+    python -m benchmarks.llm.bench --no-llm             # (d) only, revert only, no model (~10 min)
     python -m benchmarks.llm.bench --dry-run            # set up, check the model without fetching, stop
 
 One run prints, and writes to --out (results.json, table.md, the sqlcanary logs):
 (a) the llm agent on the shop suite beside the reference agent. Default subset: every 4th case in suite order
-    (21 of 83, all categories), because one case costs ~8 s warm and the first ~200 s cold on 2 cores;
+    (21 of 84, all categories), because one case costs ~8 s warm and the first ~200 s cold on 2 cores;
 (b) the repair loop on each planted regression (benchmarks/shop/regressions): plant it in a temporary git copy
     of the shop, `sqlcanary check` against main, `sqlcanary repair --from-check` with at most 12 LLM calls,
     then judge with the reference agent: fixed, suite green, plans proposed / refused (why) / kept, calls,
@@ -19,7 +19,7 @@ One run prints, and writes to --out (results.json, table.md, the sqlcanary logs)
     attribution, then bot.github.repair_flow.repair_step against tests/support's fake GitHub and a real bare
     repository): opened or not, the files it changes, pass rates base -> head -> repaired, fixed-by (LLM edit,
     revert, none), and the reference agent's judgement of the repair branch.
-    `--no-llm` runs (d) alone with no model (revert only): a few minutes.
+    `--no-llm` runs (d) alone with no model (revert only): about 10 minutes on 2 busy cores.
 
 It fetches the model (benchmarks/llm/setup.py) when it is not there yet: running this is asking for it.
 """
@@ -200,7 +200,7 @@ def _args(argv: list[str]) -> argparse.Namespace:
     p.add_argument(
         "--no-llm",
         action="store_true",
-        help="no model, no server: only (d), each repair PR with the verified partial revert (a few minutes)",
+        help="no model, no server: only (d), each repair PR with the verified partial revert (~10 min)",
     )
     p.add_argument(
         "--dry-run",

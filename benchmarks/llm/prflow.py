@@ -255,7 +255,7 @@ def child(args: argparse.Namespace) -> int:
         settings = action_settings(Settings.from_environ(env), ctx, workspace)
         out_dir = workspace / "sqlcanary-results"
         req = CheckRequest(
-            run=RunRequest(config="sqlcanary.yml", quiet=True),
+            run=RunRequest(config="sqlcanary.yml", quiet=True, cwd=str(workspace)),  # as the Action
             base=args.base_sha,
             out_dir=str(out_dir),
             trust_head_config=False,
@@ -275,6 +275,9 @@ def child(args: argparse.Namespace) -> int:
             out_dir=out_dir,
         )
         result = _gather(fake, Path(args.bare), check, step)
+        record = out_dir / "repair" / "outcome.json"  # the loop's own count, also when no PR was opened
+        if record.is_file():
+            result["llm"] = json.loads(record.read_text(encoding="utf-8")).get("llm") or result["llm"]
     Path(args.out).write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
     return 0
 

@@ -202,7 +202,12 @@ def pr_table(rows: list[dict[str, Any]]) -> str:
         + ", ".join(f"{k} {v}" for k, v in sorted(Counter(r["fixed_by"] for r in rows).items()))
         + "."
     )
-    whys = [f"- `{r['name']}`: {r['note'] or r['error']}" for r in rows if not r["opened"]]
+    whys = [
+        f"- `{r['name']}`: {r['note'] or r['error']}"
+        + (f"; the partial revert: {r['revert']['reason']}" if (r.get("revert") or {}).get("reason") else "")
+        for r in rows
+        if not r["opened"]
+    ]
     if whys:
         lines.append("\nNo repair PR:\n" + "\n".join(whys))
     return "\n".join(lines)

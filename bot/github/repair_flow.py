@@ -97,6 +97,7 @@ def _llm_repair(
             limits=Limits(max_llm_calls=max_calls, max_seconds=max_minutes * 60),
             base_pass_rate=check.comparison.overall.base_rate,
             comparison=check.comparison,
+            only=tuple(c.id for c in check.comparison.judged_as("regressed")),
         )
         outcome = run_repair(req, settings)
         changed = {rel: (kb.root / rel).read_text(encoding="utf-8") for rel in outcome.files_changed}

@@ -6,7 +6,8 @@ and leaves the other. So each linked hunk becomes a hint:
 - removed lines (a pure deletion): the base's lines as the text to insert, and a `search` that exists now: the
   head line they followed (or preceded, at the top of the file), with an edit that puts them back after it;
 - several lines changed together: every line as it is now and as it was, one `search` holding all of them, and,
-  when the lines traded values (the same words, moved), that they swapped;
+  when the lines traded values (the same words, moved), that they swapped, with the base's lines as the
+  replacement (the values moved back);
 - one changed line: nothing beyond the diff (the reply example already uses it).
 """
 
@@ -20,6 +21,7 @@ from typing import Literal
 
 from bot.compare.diff import Hunk
 from bot.repair.actions import example
+from bot.repair.kb import KBFiles, RefusedPath
 
 Kind = Literal["removed", "block", "line", "added"]
 _WORDS = re.compile(r"\w+")
@@ -75,9 +77,12 @@ def hint(file: str, hunk: Hunk, text: str) -> ChangeHint | None:
             example=example(file, search=anchor, replace=replace),
         )
     if len(head) > 1 and len(base) > 1:
-        block = "\n".join(head)
-        shown = example(file, search=block, replace="<the corrected lines>") if text.count(block) == 1 else ""
-        return ChangeHint(file, "block", base, head, swapped=_swapped(base, head), example=shown)
+        block, swapped = "\n".join(head), _swapped(base, head)
+        # A swap is undone by moving the values back: the base's lines are the replacement to show. (A model
+        # given a placeholder copies the search into it, re-indented, and sends that six times.)
+        replace = "\n".join(base) if swapped else "<the corrected lines>"
+        shown = example(file, search=block, replace=replace) if text.count(block) == 1 else ""
+        return ChangeHint(file, "block", base, head, swapped=swapped, example=shown)
     if head and not base:
         return ChangeHint(file, "added", base, head)
     return None
@@ -96,3 +101,38 @@ def change_hints(
         rel, text = found
         out += [h for h in (hint(rel, hunk, text) for hunk in hunks) if h is not None]
     return tuple(out)
+
+
+def kb_text(kb: KBFiles, path: str) -> tuple[str, str] | None:
+    """(KB name, text now) of a repository path: the path itself, else with its leading folders dropped (a
+    suite in a subfolder: `benchmarks/shop/kb/x.yaml` is the KB's `kb/x.yaml`)."""
+    parts = path.split("/")
+    for i in range(len(parts)):
+        try:
+            text = kb.read("/".join(parts[i:]))
+            if text is not None:
+                return kb.relative("/".join(parts[i:])), text
+        except (RefusedPath, OSError, UnicodeDecodeError, ValueError):
+            continue
+    return None
+
+
+def changed_ranges(
+    kb: KBFiles, causes: Sequence[tuple[str, Sequence[Hunk]]], shown: set[str], *, room: int
+) -> list[tuple[str, tuple[tuple[int, int], ...], str]]:
+    """(KB name, head line ranges of the hunks, text now) of each changed file not in `shown`, at most `room`."""
+    out: list[tuple[str, tuple[tuple[int, int], ...], str]] = []
+    for path, hunks in causes:
+        found = kb_text(kb, path)
+        if found is None or found[0] in shown or any(f == found[0] for f, _, _ in out) or len(out) >= room:
+            continue
+        rel, text = found
+        last = max(len(text.splitlines()), 1)
+        ranges = sorted(
+            {
+                (min(max(h.new_start, 1), last), min(max(h.new_start + max(h.new_count, 1) - 1, 1), last))
+                for h in hunks
+            }
+        )
+        out.append((rel, tuple(ranges), text))
+    return out

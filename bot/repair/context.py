@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from bot.base.results import CaseResult, Verdict
 from bot.cases.model import Case
 from bot.compare.comparison import Comparison
-from bot.repair.changehints import ChangeHint, change_hints
+from bot.repair.changehints import ChangeHint, change_hints, changed_ranges, kb_text
 from bot.repair.kb import KBFiles, RefusedPath
 from bot.repair.mentions import find_mentions
 from bot.scoring.structural_diff import Difference
@@ -27,6 +27,7 @@ MAX_EXCERPT_LINES = 120  # per file
 MAX_FILES = 8
 MAX_TEXT = 4000  # characters of SQL or messages shown
 MAX_DIFFERENCES = 8  # structural differences listed, most important first
+MAX_FIXED = 5  # cases the change fixed, named so that a repair keeps them
 _REF = re.compile(r"^(?P<path>[^:]+):(?P<first>\d+)(?:-(?P<last>\d+))?$")
 
 
@@ -70,6 +71,8 @@ class FailureContext:
     # The linked hunks in the shape an edit must take (bot.repair.changehints): removed lines to insert after a
     # line that exists now, lines changed together (swapped values) to edit together.
     changes: tuple[ChangeHint, ...] = ()
+    # Cases the same change fixed (they fail on the base): the change's intent, which a repair keeps.
+    also_fixed: tuple[str, ...] = ()
 
 
 def parse_refs(used: tuple[str, ...]) -> tuple[dict[str, list[tuple[int, int]]], list[str]]:
@@ -167,20 +170,6 @@ def _cut(text: str | None) -> str:
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + " ... (cut)"
 
 
-def _kb_text(kb: KBFiles, path: str) -> tuple[str, str] | None:
-    """(KB name, text now) of a repository path: the path itself, else with its leading folders dropped (a
-    suite in a subfolder: `benchmarks/shop/kb/x.yaml` is the KB's `kb/x.yaml`)."""
-    parts = path.split("/")
-    for i in range(len(parts)):
-        try:
-            text = kb.read("/".join(parts[i:]))
-            if text is not None:
-                return kb.relative("/".join(parts[i:])), text
-        except (RefusedPath, OSError, UnicodeDecodeError, ValueError):
-            continue
-    return None
-
-
 def _from_check(
     result: CaseResult, comparison: Comparison | None, kb: KBFiles
 ) -> tuple[dict[str, object], tuple[str, ...]]:
@@ -200,9 +189,24 @@ def _from_check(
         "kb_diff": _cut(diff),
         "explained": explained,
         "base_prediction": _cut(change.base_sql) if change.base_sql else None,
-        "changes": change_hints([(c.file, c.hunks) for c in linked], lambda path: _kb_text(kb, path)),
+        "changes": change_hints([(c.file, c.hunks) for c in linked], lambda path: kb_text(kb, path)),
+        "also_fixed": tuple(
+            f"`{c.id}`" + (f" ({_cut(c.question)[:200]})" if c.question else "")
+            for c in comparison.judged_as("fixed")[:MAX_FIXED]
+        ),
     }
     return fields, added
+
+
+def changed_excerpts(
+    kb: KBFiles, comparison: Comparison | None, case_id: str, shown: set[str]
+) -> tuple[tuple[Excerpt, ...], dict[str, str]]:
+    """The changed lines of each linked file the answer no longer cites (a removed alias, a deleted filter: the
+    head's answer does not use what is gone), as they are now, so that the file to edit is on the page."""
+    causes = comparison.causes_of(case_id) if comparison else []
+    found = changed_ranges(kb, [(c.file, c.hunks) for c in causes], shown, room=MAX_FILES - len(shown))
+    out = tuple(Excerpt(rel, ranges, number_lines(text, list(ranges))) for rel, ranges, text in found)
+    return out, {rel: text for rel, _, text in found}
 
 
 def example_line(
@@ -265,6 +269,8 @@ def failure_context(
         shown, texts = mentioned_excerpts(kb, sql, asked)
         source = "mentions"
     linked, added = _from_check(result, comparison, kb)
+    changed, changed_texts = changed_excerpts(kb, comparison, result.id, {e.file for e in shown})
+    shown, texts = shown + changed, {**texts, **changed_texts}
     return FailureContext(
         id=result.id,
         question=_cut(result.question or (case.question if case else "")),

@@ -9,7 +9,7 @@ loop ends normally or stops early on an LLM error or the call budget.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from bot.agents.base import AgentAdapter
@@ -317,6 +317,7 @@ def repair(
     max_llm_calls: int = 50,
     max_critique: int = 5,
     max_seconds: float | None = None,
+    only: Collection[str] | None = None,
     dry_run: bool = False,
     evaluate_only: bool = False,
     base_pass_rate: float | None = None,
@@ -358,6 +359,8 @@ def repair(
         loop.latest = loop.baseline = baseline_of(loop)
         known = {c.id for c in suite.cases}
         failing = [c for c in run.cases if c.status == "failed" and c.id in known]
+        if only is not None:  # a pull request's repair: its regressions, not what already failed on the base
+            failing = [c for c in failing if c.id in only]
         passing = [c for c in loop.baseline.values() if c.status == "passed"]
         chosen, skipped = choose(group_failures(failing, passing, comparison=comparison), max_failures)
         cases: list[CaseRepair] = []

@@ -30,6 +30,7 @@ class RepairRequest:
     evaluate_only: bool = False  # no LLM: the suite is evaluated and reported
     base_pass_rate: float | None = None  # the base commit's, for the report's base → head → repaired
     comparison: Comparison | None = None  # a check's: the cause links and diffs for the prompts
+    only: tuple[str, ...] | None = None  # repair these failing cases only (a pull request's regressions)
     dsn: str | None = field(default=None, repr=False)  # --dsn; else DATABASE_URL, the config's, embedded
     postgres: Mode | None = None
 
@@ -56,6 +57,7 @@ def run_repair(req: RepairRequest, settings: Settings, *, client: JsonLLM | None
         max_llm_calls=limits.max_llm_calls,
         max_critique=limits.max_critique,
         max_seconds=limits.max_seconds,
+        only=req.only,
         dry_run=req.dry_run,
         evaluate_only=req.evaluate_only,
         base_pass_rate=req.base_pass_rate,

@@ -75,5 +75,7 @@ def test_shop_suite_runs_as_root_on_the_preinitialised_server(sqlcanary_image: s
     run = json.loads((out_dir / "run.json").read_text())
     summary = run["summary"]
     assert summary["total"] > 50
-    assert summary["passed"] == summary["total"], summary
+    # The shipped KB fails one case on purpose (benchmarks/shop/README.md: the mixed hunk's case).
+    failing = [c["id"] for c in run["cases"] if c["status"] != "passed"]
+    assert failing == ["shop-market-gmv-viet-nam-dec"], summary
     assert run["meta"]["server_version"].startswith("18")

@@ -14,6 +14,8 @@ import pytest
 import yaml
 
 from bot.cases.loader import load_suite
+from bot.compare.causes import Cause
+from bot.compare.comparison import CaseChange, Comparison
 from bot.compare.diff import Hunk, parse_diff
 from bot.config.model import Config, KBConfig
 from bot.repair.actions import Action, apply_action
@@ -85,6 +87,7 @@ def test_swapped_values_are_shown_as_both_lines_to_edit_together(tmp_path: Path)
     assert found.base == ("numerator: clicks", "denominator: impressions")
     search = json.loads(found.example)["edits"][0]["search"]
     assert search == "numerator: impressions\ndenominator: clicks" and head.count(search) == 1
+    assert applied(rel, head, found.example) == base  # the values moved back
 
 
 def test_one_changed_line_needs_no_hint_and_other_blocks_are_not_swaps(tmp_path: Path):
@@ -95,6 +98,7 @@ def test_one_changed_line_needs_no_hint_and_other_blocks_are_not_swaps(tmp_path:
     [h2] = hunks(tmp_path, base2, head2)
     found = hint("kb/x.yaml", h2, head2)
     assert found is not None and found.kind == "block" and not found.swapped
+    assert "<the corrected lines>" in found.example  # a new value is the model's to write
 
 
 def test_hints_name_kb_files_and_skip_what_cannot_be_read(tmp_path: Path):
@@ -140,3 +144,55 @@ def test_a_search_for_lines_that_are_not_there_is_told_how_to_insert(kb: KBFiles
     checked = check_plan(parse_plan(data), kb)
     assert not checked.ok
     assert NOT_THERE in str(checked.refusals[0])
+
+
+def test_from_a_check_the_context_holds_the_hints_and_the_fixes_to_keep(tmp_path: Path, kb: KBFiles):
+    """Through failure_context with a check's comparison: the cause's repository path (the suite in a
+    subfolder) is found in the KB, and the case the same change fixed is named as one to keep."""
+    rel, base, head = planted("weekend_filter_removed")
+    (kb.root / rel).parent.mkdir(parents=True, exist_ok=True)
+    (kb.root / rel).write_text(head)
+    [h] = hunks(tmp_path, base, head)
+    case = _case(load_suite(SHOP), "shop-traffic-dau-weekend-th-nov")
+    comparison = Comparison.model_construct(
+        cases=(
+            CaseChange(id=case.id, transition="regressed", question=case.question),
+            CaseChange(id="shop-x", transition="fixed", question="GMV in Viet Nam"),
+            CaseChange(id="shop-y", transition="still_passing"),
+        ),
+        causes=(Cause(file=f"benchmarks/shop/{rel}", hunks=(h,), cases=(case.id,)),),
+        linked=True,
+    )
+    result = _failed(case, "SELECT avg(dau) FROM daily_platform_activity", used=(f"{rel}:70-72",))
+    ctx = failure_context(result, case, kb, comparison=comparison)
+    assert [(c.file, c.kind) for c in ctx.changes] == [(rel, "removed")]
+    assert ctx.also_fixed == ("`shop-x` (GMV in Viet Nam)",)
+    [_, user] = case_messages(ctx, globs=kb.globs, files=[], feedback=[], secrets=[])
+    assert "also fixed `shop-x` (GMV in Viet Nam), which failed on the base" in user["content"]
+    assert "to insert the removed lines" in user["content"]
+
+
+def test_a_changed_file_the_answer_no_longer_cites_is_shown(tmp_path: Path, kb: KBFiles):
+    """The mixed hunk: with `Vietnam` gone, the head's answer cites only the orders metric, yet the linked
+    change is in dimensions.yaml: its changed line is shown, numbered, beside the cited file."""
+    rel, base, head = planted("vietnam_alias_renamed")
+    for name in (rel, "kb/metrics/orders.yaml"):
+        (kb.root / name).parent.mkdir(parents=True, exist_ok=True)
+        (kb.root / name).write_text(head if name == rel else (SHOP / name).read_text())
+    [h] = hunks(tmp_path, base, head)
+    case = _case(load_suite(SHOP), "shop-commerce-orders-vn-oct")
+    comparison = Comparison.model_construct(
+        cases=(
+            CaseChange(id=case.id, transition="regressed"),
+            CaseChange(id="shop-market-gmv-viet-nam-dec", transition="fixed"),
+        ),
+        causes=(Cause(file=rel, hunks=(h,), cases=(case.id,)),),
+        linked=True,
+    )
+    result = _failed(case, "SELECT count(order_id) FROM orders", used=("kb/metrics/orders.yaml:1-11",))
+    ctx = failure_context(result, case, kb, comparison=comparison)
+    by_file = {e.file: e for e in ctx.excerpts}
+    assert set(by_file) == {"kb/metrics/orders.yaml", rel}
+    assert ">" in by_file[rel].text and "aliases: [Viet Nam]" in by_file[rel].text
+    assert ctx.also_fixed == ("`shop-market-gmv-viet-nam-dec`",)
+    assert ctx.example is not None and ctx.example[2].strip() == "aliases: [Viet Nam]"  # the changed line
