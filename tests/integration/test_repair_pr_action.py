@@ -61,7 +61,9 @@ def head(world: dict, branch: str = "feature") -> str:
     return git(world["src"], "rev-parse", branch)
 
 
-def check(world: dict, capsys, name: str, *, fork: bool = False, **inputs: str) -> tuple[int, dict]:
+def check(
+    world: dict, capsys, name: str, *, fork: bool = False, author: str = "alice", **inputs: str
+) -> tuple[int, dict]:
     fake: FakeGitHub = world["fake"]
     sha = head(world)
     tmp = world["tmp"] / name
@@ -69,7 +71,7 @@ def check(world: dict, capsys, name: str, *, fork: bool = False, **inputs: str) 
     shas = {"main": world["main"], "regress": sha, "url": world["bare"].as_uri()}
     fake.state.add_pull(fake.base_url, REPO, head="feature", head_sha=sha, base_sha=world["main"])
     workspace = checkout(shas, "feature", tmp / "workspace")
-    event = pr_event(tmp / "event.json", shas, fork=fork)
+    event = pr_event(tmp / "event.json", shas, fork=fork, author=author)
     payload = json.loads(event.read_text())
     payload["pull_request"]["head"]["ref"] = "feature"
     event.write_text(json.dumps(payload))
@@ -179,8 +181,22 @@ def test_after_a_persons_commit_on_the_repair_branch_sqlcanary_leaves_it_alone(w
     assert "a person edited the repair branch" in comment
 
 
-def test_a_fork_pull_request_gets_no_repair_branch_and_no_request(world, capsys):
-    rc, result = check(world, capsys, "fork", fork=True)
+@pytest.mark.parametrize("who", ["fork", "dependabot"])
+def test_a_fork_or_dependabot_pull_request_gets_no_repair_branch_no_request_and_no_llm_call(
+    world, capsys, who
+):
+    with FakeOpenAI([PERFECT]) as llm:
+        rc, result = check(
+            world,
+            capsys,
+            who,
+            fork=who == "fork",
+            author="dependabot[bot]" if who == "dependabot" else "alice",
+            openai_base_url=llm.base_url,
+            openai_api_key=KEY,
+            model="m",
+        )
+        assert llm.requests == []
     assert rc == 1
     assert pulls(world["fake"]) == [] and world["fake"].writes() == []
     assert subprocess.run(["git", "rev-parse", "--verify", "-q", BRANCH], cwd=world["bare"]).returncode != 0
