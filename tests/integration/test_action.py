@@ -52,7 +52,13 @@ def checkout(remote: dict[str, str], branch: str, where: Path) -> Path:
 
 
 def pr_event(
-    path: Path, remote: dict[str, str], *, fork: bool = False, number: int = 1, author: str = "alice"
+    path: Path,
+    remote: dict[str, str],
+    *,
+    fork: bool = False,
+    number: int = 1,
+    author: str = "alice",
+    branch: str = "regress",
 ) -> Path:
     head_repo = "mallory/agent" if fork else REPO
     repo = {"full_name": REPO, "default_branch": "main", "name": "agent", "owner": {"login": "acme"}}
@@ -62,7 +68,7 @@ def pr_event(
         "pull_request": {
             "number": number,
             "user": {"login": author},
-            "head": {"ref": "regress", "sha": remote["regress"], "repo": {**repo, "full_name": head_repo}},
+            "head": {"ref": branch, "sha": remote["regress"], "repo": {**repo, "full_name": head_repo}},
             "base": {"ref": "main", "sha": remote["main"], "repo": repo},
         },
         "repository": repo,
@@ -93,6 +99,31 @@ def runner_env(
     }
     env.update({f"INPUT_{k.upper().replace('_', '-')}": v for k, v in inputs.items()})
     return env
+
+
+def pr_action(
+    tmp: Path,
+    fake: FakeGitHub,
+    shas: dict[str, str],
+    *,
+    branch: str,
+    capsys,
+    workspace: Path | None = None,
+    fork: bool = False,
+    author: str = "alice",
+    **inputs: str,
+) -> tuple[int, Path]:
+    """One pull_request run of the action in `tmp`: the fake knows the pull request (`shas`: main, regress - the
+    head -, url), the workspace is a depth-1 checkout of `branch` (unless given), the event and the runner's
+    environment are written; (exit code, workspace)."""
+    tmp.mkdir(exist_ok=True)
+    if REPO.lower() not in fake.state.repos:  # a repository the test made (attach_git) is kept
+        fake.state.add_repo(REPO)
+    fake.state.add_pull(fake.base_url, REPO, head=branch, head_sha=shas["regress"], base_sha=shas["main"])
+    workspace = workspace or checkout(shas, branch, tmp / "workspace")
+    event = pr_event(tmp / "event.json", shas, fork=fork, author=author, branch=branch)
+    env = runner_env(tmp, workspace, event, fake, "pull_request", github_token=ACTIONS_TOKEN, **inputs)
+    return run_action(env, fake, capsys), workspace
 
 
 def run_action(env: dict[str, str], fake: FakeGitHub, capsys) -> int:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_action import checkout, pr_event, run_action, runner_env
+from tests.integration.test_action import pr_action
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_github_git import attach_git
 from tests.support.fake_openai import FakeOpenAI
@@ -64,29 +64,20 @@ def head(world: dict, branch: str = "feature") -> str:
 def check(
     world: dict, capsys, name: str, *, fork: bool = False, author: str = "alice", **inputs: str
 ) -> tuple[int, dict]:
-    fake: FakeGitHub = world["fake"]
     sha = head(world)
-    tmp = world["tmp"] / name
-    tmp.mkdir()
     shas = {"main": world["main"], "regress": sha, "url": world["bare"].as_uri()}
-    fake.state.add_pull(fake.base_url, REPO, head="feature", head_sha=sha, base_sha=world["main"])
-    workspace = checkout(shas, "feature", tmp / "workspace")
-    event = pr_event(tmp / "event.json", shas, fork=fork, author=author)
-    payload = json.loads(event.read_text())
-    payload["pull_request"]["head"]["ref"] = "feature"
-    event.write_text(json.dumps(payload))
-    env = runner_env(
-        tmp,
-        workspace,
-        event,
-        fake,
-        "pull_request",
-        github_token=ACTIONS_TOKEN,
+    rc, workspace = pr_action(
+        world["tmp"] / name,
+        world["fake"],
+        shas,
+        branch="feature",
+        capsys=capsys,
+        fork=fork,
+        author=author,
         config=CONFIG,
         repair="true",
         **inputs,
     )
-    rc = run_action(env, fake, capsys)
     status = subprocess.run(
         ["git", "status", "--porcelain", "--", FOLDER],
         cwd=workspace,
@@ -94,7 +85,8 @@ def check(
         text=True,
         check=True,
     ).stdout
-    return rc, {"outputs": parse_outputs(tmp / "output.txt"), "workspace": workspace, "status": status}
+    outputs = parse_outputs(world["tmp"] / name / "output.txt")
+    return rc, {"outputs": outputs, "workspace": workspace, "status": status}
 
 
 def pulls(fake: FakeGitHub) -> list[dict]:

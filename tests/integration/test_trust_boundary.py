@@ -12,7 +12,7 @@ import pytest
 
 from bot.base.results import read_run, write_run
 from bot.cli import main
-from tests.integration.test_action import checkout, comments, pr_event, run_action, runner_env
+from tests.integration.test_action import checkout, comments, pr_action, pr_event, run_action, runner_env
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.github_fixtures import ACTIONS_TOKEN, REPO
@@ -58,30 +58,22 @@ def attack(repo: dict, name: str, files: dict[str, str | None]) -> str:
 
 
 def check_pr(repo: dict, fake: FakeGitHub, branch: str, sha: str, capsys, **inputs: str) -> tuple[int, dict]:
-    tmp: Path = repo["tmp"] / branch
-    tmp.mkdir()
     shas = {"main": repo["main"], "regress": sha, "url": repo["url"]}
-    fake.state.add_repo(REPO)
-    fake.state.add_pull(fake.base_url, REPO, head=branch, head_sha=sha, base_sha=repo["main"])
-    workspace = checkout(shas, branch, tmp / "workspace")
-    event = pr_event(tmp / "event.json", shas)
-    env = runner_env(
-        tmp,
-        workspace,
-        event,
+    rc, workspace = pr_action(
+        repo["tmp"] / branch,
         fake,
-        "pull_request",
-        github_token=ACTIONS_TOKEN,
+        shas,
+        branch=branch,
+        capsys=capsys,
         config=CONFIG,
         cache_dir=".sqlcanary/cache",
         **inputs,
     )
-    rc = run_action(env, fake, capsys)
     out = workspace / "sqlcanary-results"
     return rc, {
         "workspace": workspace,
         "out": out,
-        "outputs": parse_outputs(tmp / "output.txt"),
+        "outputs": parse_outputs(repo["tmp"] / branch / "output.txt"),
         "comparison": json.loads((out / "comparison.json").read_text()),
     }
 
@@ -182,22 +174,18 @@ def test_a_cached_run_that_is_not_the_base_commits_is_not_used(repo, fake, capsy
     workspace = checkout(shas, "regress", repo["tmp"] / "ws-untracked")
     (workspace / name).parent.mkdir(parents=True)
     (workspace / name).write_text(text)
-    tmp = repo["tmp"] / "untracked"
-    tmp.mkdir()
-    fake.state.add_repo(REPO)
-    fake.state.add_pull(fake.base_url, REPO, head="regress", head_sha=sha, base_sha=repo["main"])
-    event = pr_event(tmp / "event.json", {"main": repo["main"], "regress": sha})
-    env = runner_env(
-        tmp,
-        workspace,
-        event,
+    shas |= {"main": repo["main"], "regress": sha}
+    rc, _ = pr_action(
+        repo["tmp"] / "untracked",
         fake,
-        "pull_request",
-        github_token=ACTIONS_TOKEN,
+        shas,
+        branch="regress",
+        capsys=capsys,
+        workspace=workspace,
         config=CONFIG,
         cache_dir=".sqlcanary/cache",
     )
-    assert run_action(env, fake, capsys) == 1
+    assert rc == 1
     assert "is not this commit's run" in capsys.readouterr().out
     assert [
         c.id for c in read_run(workspace / "sqlcanary-results/base.json").cases if c.status == "failed"
