@@ -3,11 +3,14 @@ in a temporary worktree that is always removed (on error, Ctrl-C and SIGTERM too
 
 from __future__ import annotations
 
+import base64
+import os
 import shutil
 import signal
 import subprocess
 import tempfile
 import threading
+import urllib.parse
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -55,6 +58,34 @@ class Git:
             raise ConfigError("git is not installed (sqlcanary needs it)") from exc
         except subprocess.TimeoutExpired as exc:
             raise ConfigError(f"`git {' '.join(args[:2])}` did not finish within {limit:g}s") from exc
+
+
+_GIT_VARIABLES = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
+
+
+def git_environment(environ: Mapping[str, str] | None) -> dict[str, str]:
+    """What of the step's environment a git that carries a token gets: where programs and home are, the
+    locale; nothing else of it (no token, no input) reaches git."""
+    return {k: v for k, v in (environ or {}).items() if k in _GIT_VARIABLES} or {"PATH": os.defpath}
+
+
+def token_header(token: str, *, url: str | None = None) -> dict[str, str]:
+    """The token as actions/checkout sends it, an HTTP header (for `url`'s scheme and host only, when given),
+    through git's environment config: never on a command line another process could read, nor in a file.
+    No credential helper is asked, and git never prompts."""
+    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    key = "http.extraheader"
+    if url is not None:
+        parts = urllib.parse.urlsplit(url)
+        key = f"http.{parts.scheme}://{parts.netloc}/.extraheader"
+    return {
+        "GIT_CONFIG_COUNT": "2",
+        "GIT_CONFIG_KEY_0": key,
+        "GIT_CONFIG_VALUE_0": f"AUTHORIZATION: basic {basic}",
+        "GIT_CONFIG_KEY_1": "credential.helper",
+        "GIT_CONFIG_VALUE_1": "",
+        "GIT_TERMINAL_PROMPT": "0",
+    }
 
 
 def _git(

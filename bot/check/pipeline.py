@@ -31,6 +31,7 @@ from bot.compare.causes import explain_comparison
 from bot.compare.comparison import NO_BASELINE, Comparison, compare_head_only, compare_runs
 from bot.compare.diff import FileDiff
 from bot.compare.gate import exit_code, resolve_gate
+from bot.compare.transitions import is_edited
 from bot.config.model import Config, database_url
 from bot.db.provision import Server, provision
 from bot.db.templates import fixture_fingerprint
@@ -365,17 +366,9 @@ def _unplanted(
 
 
 def _edited_ids(base_run: RunResult, head_run: RunResult) -> list[str]:
-    """Cases the head edited (same id, other question, database, gold or category) that passed on the base."""
+    """Cases the head edited (bot.compare.transitions.is_edited) that passed on the base."""
     base = {c.id: c for c in base_run.cases}
-    return [
-        c.id
-        for c in head_run.cases
-        if c.id in base
-        and base[c.id].status == "passed"
-        and c.case_hash
-        and base[c.id].case_hash
-        and c.case_hash != base[c.id].case_hash
-    ]
+    return [c.id for c in head_run.cases if is_edited(base.get(c.id), c) and base[c.id].status == "passed"]
 
 
 def _judged_by_base(

@@ -110,7 +110,7 @@ def pair_cases(
             changes.append(_renamed(base_cases[renames[i]], head_cases[i], gate))
         elif i not in renamed_base:
             change = classify_case(base_cases.get(i), head_cases.get(i), gate=gate)
-            if _edited(base_cases.get(i), head_cases.get(i)):
+            if is_edited(base_cases.get(i), head_cases.get(i)):
                 change = change.model_copy(
                     update={"edited": True, "against_base": (against_base or {}).get(i)}
                 )
@@ -133,7 +133,8 @@ def find_renames(base: dict[str, CaseResult], head: dict[str, CaseResult]) -> di
     return {new[h][0]: ids[0] for h, ids in removed.items() if len(ids) == 1 and len(new.get(h, ())) == 1}
 
 
-def _edited(base: CaseResult | None, head: CaseResult | None) -> bool:
+def is_edited(base: CaseResult | None, head: CaseResult | None) -> bool:
+    """The same case id with other content (question, database, gold SQL or category) on the two sides."""
     return bool(base and head and base.case_hash and head.case_hash and base.case_hash != head.case_hash)
 
 

@@ -63,6 +63,22 @@ def _why(name: str) -> str:
     return "a pull request cannot change the rules it is judged by"
 
 
+def _plain_llm(agent: AgentConfig, notes: list[str]) -> dict[str, Any]:
+    """An `llm` agent's spec and options without what would make it read another config than the one it is
+    given (`llm:FILE`, `options.config`), each dropped one named in `notes`; other agents unchanged."""
+    kind, _, arg = agent.spec.partition(":")
+    if kind.strip() != "llm":
+        return {"spec": agent.spec, "options": agent.options}
+    if arg.strip():
+        notes.append(
+            f"the head's agent `{agent.spec}` is run as `llm`, with the base's or the inputs' `llm:` settings, "
+            f"never a file the head names ({_why('llm')})"
+        )
+    if "config" in agent.options:
+        notes.append(f"the head's `agent.options.config` is ignored ({_why('llm')})")
+    return {"spec": "llm", "options": {k: v for k, v in agent.options.items() if k != "config"}}
+
+
 def _head_agent(head: Config, base: Config, notes: list[str]) -> AgentConfig | None:
     """The head's agent (what the pull request may change) with the base's cache and environment settings. An
     `llm` agent reads its settings from the config it is given, never from a file or option the head names."""
@@ -71,17 +87,7 @@ def _head_agent(head: Config, base: Config, notes: list[str]) -> AgentConfig | N
     own = head.agent or base.agent
     assert own is not None
     kept = {k: getattr(own, k) for k in _HEAD_AGENT}
-    spec = str(kept["spec"])
-    kind, _, arg = spec.partition(":")
-    if kind.strip() == "llm" and arg.strip():
-        notes.append(
-            f"the head's agent `{spec}` is run as `llm`: its `llm:` settings come from the base's config "
-            f"({_why('llm')})"
-        )
-        kept["spec"] = "llm"
-    if kind.strip() == "llm" and "config" in kept["options"]:
-        notes.append(f"the head's `agent.options.config` is ignored ({_why('llm')})")
-        kept["options"] = {k: v for k, v in kept["options"].items() if k != "config"}
+    kept.update(_plain_llm(own, notes))
     fallback = base.agent or AgentConfig(spec=str(kept["spec"]))
     return AgentConfig(**kept, inputs=fallback.inputs, env=fallback.env, remote=fallback.remote)
 
@@ -122,10 +128,9 @@ def head_config_alone(head: Config) -> tuple[Config, tuple[str, ...]]:
             f"the head's `agent.env` is ignored: {_why('agent.env')} (the base commit has no config yet)"
         )
         update["agent"] = head.agent.model_copy(update={"env": ()})
-    if head.agent is not None and head.agent.spec.partition(":")[0].strip() == "llm":
+    if head.agent is not None:
         agent = update.get("agent", head.agent)
-        options = {k: v for k, v in agent.options.items() if k != "config"}
-        update["agent"] = agent.model_copy(update={"spec": "llm", "options": options})
+        update["agent"] = agent.model_copy(update=_plain_llm(agent, notes))
     return head.model_copy(update=update), tuple(notes)
 
 

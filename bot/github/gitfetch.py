@@ -4,15 +4,13 @@ it (an HTTP header, never in the URL, never printed)."""
 
 from __future__ import annotations
 
-import base64
-import os
 import re
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
 from bot.base.errors import ConfigError
-from bot.base.git import Git
+from bot.base.git import Git, git_environment, token_header
 from bot.base.secrets import scrub
 
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
@@ -49,18 +47,7 @@ def ensure_commit(
         )
     git = Git(repo, timeout=_TIMEOUT_S)
     if token and url.stdout.strip().startswith(("https://", "http://")):
-        # The token as actions/checkout sends it, through git's environment: never on a command line, where
-        # another process could read it in /proc/<pid>/cmdline.
-        basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
-        auth = {
-            "GIT_CONFIG_COUNT": "1",
-            "GIT_CONFIG_KEY_0": "http.extraheader",
-            "GIT_CONFIG_VALUE_0": f"AUTHORIZATION: basic {basic}",
-            "GIT_TERMINAL_PROMPT": "0",
-        }
-        keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
-        base = {k: v for k, v in (environ or {}).items() if k in keep} or {"PATH": os.defpath}
-        git = Git(repo, env={**base, **auth}, timeout=_TIMEOUT_S)
+        git = Git(repo, env={**git_environment(environ), **token_header(token)}, timeout=_TIMEOUT_S)
     done = git.run("fetch", "--no-tags", "--no-recurse-submodules", "--depth=1", remote, sha)
     if done.returncode != 0 or not has_commit(repo, sha):
         detail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]

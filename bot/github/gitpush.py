@@ -8,7 +8,6 @@ only for the remote's own host. git's error output is scrubbed of it before it i
 
 from __future__ import annotations
 
-import base64
 import os
 import subprocess
 import tempfile
@@ -17,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.base.git import Git
+from bot.base.git import Git, git_environment, token_header
 from bot.base.secrets import scrub
 from bot.github.errors import GitHubApiError
 
@@ -48,8 +47,7 @@ class PushFallback:
 
     @property
     def git_environment(self) -> dict[str, str]:
-        keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
-        return {k: v for k, v in self.environ.items() if k in keep} or {"PATH": os.defpath}
+        return git_environment(self.environ)
 
 
 def bot_identity(login: str) -> GitIdentity:
@@ -174,13 +172,5 @@ class LocalBranch:
         return done
 
     def _auth_env(self) -> dict[str, str]:
-        """The token as actions/checkout sends it, for this remote's host only, through git's environment config."""
-        parts = urllib.parse.urlsplit(self.url)
-        basic = base64.b64encode(f"x-access-token:{self.fallback.token}".encode()).decode()
-        return {
-            "GIT_CONFIG_COUNT": "2",
-            "GIT_CONFIG_KEY_0": f"http.{parts.scheme}://{parts.netloc}/.extraheader",
-            "GIT_CONFIG_VALUE_0": f"AUTHORIZATION: basic {basic}",
-            "GIT_CONFIG_KEY_1": "credential.helper",
-            "GIT_CONFIG_VALUE_1": "",
-        }
+        """The token for this remote's host only (bot.base.git.token_header)."""
+        return token_header(self.fallback.token, url=self.url)

@@ -312,11 +312,7 @@ def repair(
     suite: Suite,
     server: Server,
     client: JsonLLM | None,
-    max_failures: int = 5,
-    max_retries: int = 3,
-    max_llm_calls: int = 50,
-    max_critique: int = 5,
-    max_seconds: float | None = None,
+    limits: Limits = Limits(),
     only: Collection[str] | None = None,
     dry_run: bool = False,
     evaluate_only: bool = False,
@@ -327,15 +323,8 @@ def repair(
     comparison: Comparison | None = None,
 ) -> RepairOutcome:
     kb = KBFiles.from_config(config)
-    cap_budget(client, max_llm_calls)
+    cap_budget(client, limits.max_llm_calls)
     recover(kb)  # a repair killed earlier: put its files back first
-    limits = Limits(
-        max_failures=max_failures,
-        max_retries=max_retries,
-        max_llm_calls=max_llm_calls,
-        max_critique=max_critique,
-        max_seconds=max_seconds,
-    )
     loop = _Loop(
         run=run,
         suite=suite,
@@ -362,7 +351,7 @@ def repair(
         if only is not None:  # a pull request's repair: its regressions, not what already failed on the base
             failing = [c for c in failing if c.id in only]
         passing = [c for c in loop.baseline.values() if c.status == "passed"]
-        chosen, skipped = choose(group_failures(failing, passing, comparison=comparison), max_failures)
+        chosen, skipped = choose(group_failures(failing, passing, comparison=comparison), limits.max_failures)
         cases: list[CaseRepair] = []
         for result, cause in chosen:
             if loop.stopped:

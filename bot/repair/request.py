@@ -45,18 +45,13 @@ def run_repair(req: RepairRequest, settings: Settings, *, client: JsonLLM | None
     )
     if client is None and not req.evaluate_only:
         client = make_client(req.config, max_calls=req.limits.max_llm_calls, settings=settings)
-    limits = req.limits
     return repair(
         req.run,
         config=req.config,
         suite=req.suite,
         server=server,
         client=None if req.evaluate_only else client,
-        max_failures=limits.max_failures,
-        max_retries=limits.max_retries,
-        max_llm_calls=limits.max_llm_calls,
-        max_critique=limits.max_critique,
-        max_seconds=limits.max_seconds,
+        limits=req.limits,
         only=req.only,
         dry_run=req.dry_run,
         evaluate_only=req.evaluate_only,

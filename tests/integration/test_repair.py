@@ -22,6 +22,7 @@ from bot.llm import LLMClient, LLMSettings
 from bot.llm.cache import ReplyCache
 from bot.repair.kb import JOURNAL_DIR, KBFiles, recover
 from bot.repair.loop import repair
+from bot.repair.setup import Limits
 from tests.support.fake_openai import FakeOpenAI
 
 pytestmark = pytest.mark.integration
@@ -96,9 +97,15 @@ def client(srv: FakeOpenAI, tmp_path: Path) -> LLMClient:
     return LLMClient(settings, environ={}, cache=ReplyCache(tmp_path / "llm-cache"))
 
 
+_LIMITS = ("max_failures", "max_retries", "max_llm_calls", "max_critique", "max_seconds")
+
+
 def do_repair(root: Path, run: RunResult, pg_server, llm: LLMClient, **kw):
     config = load_config(root / "sqlcanary.yml")
-    return repair(run, config=config, suite=load_suite(root), server=pg_server, client=llm, **kw)
+    limits = Limits(**{k: kw.pop(k) for k in _LIMITS if k in kw})
+    return repair(
+        run, config=config, suite=load_suite(root), server=pg_server, client=llm, limits=limits, **kw
+    )
 
 
 def test_cli_repairs_the_case_keeps_the_suite_green_and_commits(shop, pg_dsn, tmp_path, monkeypatch):
