@@ -34,15 +34,22 @@ from bot.github.context import ActionContext
 from bot.github.event import EventContext, load_event
 from bot.github.gitfetch import ensure_commit, verify_checkout
 from bot.github.inputs import Mode, RunnerContext, read_inputs
+from bot.github.post_step import post_step
 from bot.github.publish import Publisher, outputs_of_check, outputs_of_run, write_untrusted_payload
 from bot.github.repair_flow import RepairStep, repair_step
 from bot.github.runnerfiles import lock_runner_files
+from bot.github.sweep_step import sweep_plan_step, sweep_report_step
 from bot.github.workflow import StepLog, add_mask, error, notice
 from bot.run.pipeline import evaluate_request, run_exit
 from bot.run.request import RunRequest
 
 RESULTS_DIR = "sqlcanary-results"
-_DEFAULT_MODE: dict[str, Mode] = {"pull_request": "check", "push": "baseline", "workflow_dispatch": "sweep"}
+_DEFAULT_MODE: dict[str, Mode] = {
+    "pull_request": "check",
+    "push": "baseline",
+    "workflow_dispatch": "sweep",
+    "workflow_run": "post",
+}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -196,6 +203,12 @@ def _action(ctx: ActionContext, settings: Settings, *, make_github: Any, log: St
         out_dir=out_dir,
         log=log,
     )
+    if ctx.mode == "post":
+        return post_step(ctx, run_settings, publisher, workdir=workdir, out_dir=out_dir)
+    if ctx.mode == "sweep-plan":
+        return sweep_plan_step(ctx, run_settings, publisher, workdir=workdir)
+    if ctx.mode == "sweep-report":
+        return sweep_report_step(ctx, run_settings, publisher, workdir=workdir, out_dir=out_dir)
     if ctx.mode == "check":
         return _check(ctx, run_settings, publisher, workdir, out_dir, log)
     if ctx.mode == "baseline":

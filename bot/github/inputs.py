@@ -18,7 +18,7 @@ from pydantic import Field, ValidationError, field_validator
 from bot.base.errors import ConfigError
 from bot.base.results import FrozenModel
 
-Mode = Literal["check", "baseline", "repair", "sweep"]
+Mode = Literal["check", "baseline", "repair", "sweep", "sweep-plan", "sweep-report", "post"]
 # What the action writes to GITHUB_OUTPUT (action.yml declares the same names).
 OUTPUTS = (
     "verdict",
@@ -33,6 +33,7 @@ OUTPUTS = (
     "repair-pr-url",
     "repaired",
     "still-failing",
+    "matrix",
 )
 _TRUE = ("true", "yes", "1", "on")
 _FALSE = ("false", "no", "0", "off")
@@ -58,6 +59,10 @@ class ActionInputs(FrozenModel):
     comment_key: str | None = Field(default=None, max_length=100)
     cache_dir: str = ".sqlcanary/cache"
     working_directory: str = "."
+    setting: str | None = Field(default=None, max_length=10_000)
+    grid: str | None = None
+    shards: int = Field(default=1, ge=1, le=256)
+    artifacts: str | None = None
     repair: bool = False
     repair_max_llm_calls: int = Field(default=20, ge=0, le=1000)
     repair_max_agent_calls: int = Field(default=100, ge=0, le=10000)
