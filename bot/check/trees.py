@@ -102,7 +102,7 @@ def tree_request(req: RunRequest, tree: Tree, repo: Path, *, relative: bool) -> 
         if tree.config_file
         else None
     )
-    return replace(req, suite=where, config=config, shard=None)
+    return replace(req, suite=where, config=config)
 
 
 def child_environment(settings: Settings, tree: Tree, server: Server) -> dict[str, str]:

@@ -18,6 +18,7 @@ import argparse
 import os
 import sys
 import traceback
+from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
@@ -25,11 +26,12 @@ from typing import Any, TextIO
 
 from bot.agents.sandbox import make_undumpable
 from bot.base.errors import EXIT_BUG, EXIT_OK, ConfigError, SqlcanaryError
-from bot.base.git import repo_root
+from bot.base.git import Git, repo_root
 from bot.base.secrets import secret_forms
 from bot.base.settings import Settings
 from bot.check.pipeline import CheckResult, run_baseline, run_check
 from bot.check.request import CheckRequest
+from bot.db.pgcache import kept_with_cache
 from bot.github.context import ActionContext
 from bot.github.event import EventContext, load_event
 from bot.github.gitfetch import ensure_commit, verify_checkout
@@ -38,9 +40,8 @@ from bot.github.post_step import post_step
 from bot.github.publish import Publisher, outputs_of_check, outputs_of_run, write_untrusted_payload
 from bot.github.repair_flow import RepairStep, repair_step
 from bot.github.runnerfiles import lock_runner_files
-from bot.github.sweep_step import sweep_plan_step, sweep_report_step
+from bot.github.sweep_step import sweep_leg_step, sweep_plan_step, sweep_report_step
 from bot.github.workflow import StepLog, add_mask, error, notice
-from bot.run.pipeline import evaluate_request, run_exit
 from bot.run.request import RunRequest
 
 RESULTS_DIR = "sqlcanary-results"
@@ -160,18 +161,31 @@ def action(
     settings: Settings,
     *,
     make_github: Any,
+    git: Git | None = None,
     stream: TextIO | None = None,
     log: StepLog | None = None,
 ) -> int:
     """Do what the event asks; return the exit code (the gate's, unless `fail-on-regression` is false). What
     is printed meanwhile (by this process and the evaluation's child processes) is fenced off from the runner's
-    command parser; our own workflow commands are printed after the fence."""
+    command parser; our own workflow commands are printed after the fence.
+
+    The three things the action talks to come in as arguments (py-cov-action's `action(config, github, git)`):
+    `make_github(token)` builds the GitHub client, `git` is the checkout's repository (default: the repository
+    holding the working directory), through which the checkout is verified and the base commit fetched."""
     log = log or StepLog(stream or sys.stdout)
-    with log.fenced():
-        return _action(ctx, settings, make_github=make_github, log=log)
+    with log.fenced(), ExitStack() as cleanup:
+        return _action(ctx, settings, make_github=make_github, git=git, log=log, cleanup=cleanup)
 
 
-def _action(ctx: ActionContext, settings: Settings, *, make_github: Any, log: StepLog) -> int:
+def _action(
+    ctx: ActionContext,
+    settings: Settings,
+    *,
+    make_github: Any,
+    git: Git | None,
+    log: StepLog,
+    cleanup: ExitStack,
+) -> int:
     if (
         os.name == "posix" and os.geteuid() == 0
     ):  # the agent runs as another user: keep it off the runner's files
@@ -180,7 +194,20 @@ def _action(ctx: ActionContext, settings: Settings, *, make_github: Any, log: St
                 f"sqlcanary: made {path} writable by its owner only (the pull request's code runs in this step)"
             )
     workdir = _workdir(ctx)
+    git = git or Git(repo_root(workdir) or workdir)
     run_settings = action_settings(settings, ctx, workdir)
+    if ctx.mode in ("check", "baseline", "sweep") and not ctx.inputs.database_url:
+        # In the image: the server's data lives in the cache dir, which actions/cache keeps (bot.db.pgcache).
+        owner = ctx.runner.workspace.stat()
+        run_settings = cleanup.enter_context(
+            kept_with_cache(
+                run_settings,
+                owner=(owner.st_uid, owner.st_gid),
+                repo=repo_root(workdir) or workdir,
+                revs=("HEAD", *([ctx.event.head_sha] if ctx.event.head_sha else [])),
+                say=lambda t: log.say(f"sqlcanary: {t}"),
+            )
+        )
     out_dir = workdir / RESULTS_DIR
     if ctx.mode == "repair":
         raise ConfigError(
@@ -210,7 +237,7 @@ def _action(ctx: ActionContext, settings: Settings, *, make_github: Any, log: St
     if ctx.mode == "sweep-report":
         return sweep_report_step(ctx, run_settings, publisher, workdir=workdir, out_dir=out_dir)
     if ctx.mode == "check":
-        return _check(ctx, run_settings, publisher, workdir, out_dir, log)
+        return _check(ctx, run_settings, publisher, git, out_dir, log)
     if ctx.mode == "baseline":
         return _baseline(ctx, run_settings, publisher, out_dir, log)
     return _sweep(ctx, run_settings, publisher, out_dir)
@@ -221,18 +248,19 @@ def _untrusted_why(event: EventContext) -> str:
 
 
 def _check(
-    ctx: ActionContext, settings: Settings, publisher: Publisher, workdir: Path, out_dir: Path, log: StepLog
+    ctx: ActionContext, settings: Settings, publisher: Publisher, git: Git, out_dir: Path, log: StepLog
 ) -> int:
     base_sha = ctx.event.base_sha
     if ctx.event.event_name != "pull_request" or not base_sha:
         raise ConfigError("input `mode`: `check` needs a pull_request event (it compares the base commit)")
     if ctx.event.head_sha:  # before any evaluation or write: the check run goes to the commit evaluated
-        verify_checkout(workdir, ctx.event.head_sha)
+        verify_checkout(git, ctx.event.head_sha)
     token = ctx.inputs.github_token if ctx.trusted else None
-    ensure_commit(workdir, base_sha, token=token, environ=settings.environ)
-    repairing = ctx.inputs.repair and ctx.trusted
+    ensure_commit(git, base_sha, token=token, environ=settings.environ)
+    shard = ctx.inputs.shard  # one leg of a sharded check: base and head on this shard's cases only
+    repairing = ctx.inputs.repair and ctx.trusted and not shard
     req = CheckRequest(
-        run=_run_request(ctx, None),
+        run=replace(_run_request(ctx, None), shard=shard),
         base=base_sha,
         out_dir=str(out_dir),
         trust_head_config=False,
@@ -253,8 +281,8 @@ def _check(
             settings,
             result,
             make_github=publisher.make_github or (lambda _: None),
-            workdir=workdir,
-            repo=repo_root(workdir) or workdir,
+            workdir=publisher.workdir,
+            repo=git.cwd,
             say=say,
             out_dir=out_dir,
         )
@@ -262,9 +290,11 @@ def _check(
             say(step.note)
     enforce = ctx.inputs.fail_on_regression
     lead = f"**Repair:** {step.note}" if step.note else ""
+    if shard and ctx.inputs.comment == "off" and not ctx.inputs.check_run:
+        publisher = replace(publisher, make_github=None)  # a leg: its artifacts only, for the final job
     publication = publisher.publish_check(result, enforce=enforce, lead=lead)
-    if not ctx.trusted:
-        write_untrusted_payload(out_dir, ctx, publication)
+    if not ctx.trusted or shard:  # for the job that posts it (mode: post)
+        write_untrusted_payload(out_dir, ctx, publication, result)
     publisher.write_outputs({**outputs_of_check(result, out_dir), **step.outputs})
     code = result.exit_code
     return EXIT_OK if not enforce and result.comparison.verdict == "regressions" else code
@@ -283,11 +313,5 @@ def _baseline(
 
 
 def _sweep(ctx: ActionContext, settings: Settings, publisher: Publisher, out_dir: Path) -> int:
-    out = out_dir / "run.json"
-    req = replace(_run_request(ctx, str(out)), shard=ctx.inputs.shard)
-    done = evaluate_request(req, settings)
-    code = run_exit(done, req, say=publisher.log.say)
-    run = done.run
-    publisher.publish_run(run, title="sweep" + (f" (shard {ctx.inputs.shard})" if ctx.inputs.shard else ""))
-    publisher.write_outputs(outputs_of_run(run, out))
-    return code
+    """One leg of a sweep: input `setting` (a matrix entry of `sweep-plan`) and `shard` (bot.github.sweep_step)."""
+    return sweep_leg_step(ctx, settings, publisher, out_dir, _run_request(ctx, None))

@@ -2,7 +2,9 @@
 
 Lenient on purpose: GitHub adds keys to its payloads often, so unknown keys are ignored; a missing or malformed
 field the Action needs is an `EventPayloadError` naming it (`pull_request.base.sha`), not a KeyError traceback.
-Fork and Dependabot pull requests are marked untrusted: they run with a read-only token and no secrets."""
+Fork and Dependabot pull requests are marked untrusted: they run with a read-only token and no secrets. A
+`workflow_run` event (the job that posts a fork's results) is trusted itself: it runs the default branch's workflow;
+what it says about the run that triggered it is in `EventContext.workflow_run`."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from bot.github.errors import EventPayloadError
 
 Sha = Annotated[str, Field(pattern=r"^[0-9a-f]{40}([0-9a-f]{24})?$")]
-SUPPORTED_EVENTS = ("pull_request", "push", "workflow_dispatch")
+SUPPORTED_EVENTS = ("pull_request", "push", "workflow_dispatch", "workflow_run")
 DEPENDABOT_LOGINS = frozenset({"dependabot[bot]", "dependabot-preview[bot]"})
 _NULL_SHA = "0" * 40
 
@@ -72,9 +74,62 @@ class _DispatchEvent(_Lenient):
     inputs: dict[str, Any] | None = None
 
 
+class _RunPullSide(_Lenient):
+    sha: str = ""
+    ref: str = ""
+
+
+class _RunPull(_Lenient):
+    number: int
+    head: _RunPullSide = _RunPullSide()
+
+
+class _Owner(_Lenient):
+    login: str
+
+
+class _HeadRepo(_Lenient):
+    full_name: str
+    owner: _Owner
+
+
+class _WorkflowRun(_Lenient):
+    id: int
+    event: str
+    head_sha: Sha
+    head_branch: str | None = None
+    conclusion: str | None = None
+    head_repository: _HeadRepo | None = None
+    pull_requests: list[_RunPull] = []
+    actor: _User | None = None
+    triggering_actor: _User | None = None
+
+
+class _WorkflowRunEvent(_Lenient):
+    workflow_run: _WorkflowRun
+    repository: _Repo
+    sender: _User | None = None
+
+
+@dataclass(frozen=True)
+class WorkflowRunInfo:
+    """What a `workflow_run` event says about the run that triggered it (GitHub wrote it: trusted)."""
+
+    run_id: int
+    event: str  # the triggering run's event: only `pull_request` runs are posted
+    head_sha: str
+    head_branch: str
+    head_owner: str  # the login owning the head repository (a fork's owner)
+    head_repository: str
+    conclusion: str
+    pull_requests: tuple[tuple[int, str], ...]  # (number, head sha); empty for a fork's pull request
+    from_fork: bool
+    by_dependabot: bool
+
+
 @dataclass(frozen=True)
 class EventContext:
-    event_name: Literal["pull_request", "push", "workflow_dispatch"]
+    event_name: Literal["pull_request", "push", "workflow_dispatch", "workflow_run"]
     repository: str  # owner/name of the repository the workflow runs in
     ref: str  # the pushed or dispatched ref, or the PR's base branch
     head_sha: str | None  # PR head or pushed commit: what check runs and statuses attach to
@@ -86,6 +141,7 @@ class EventContext:
     default_branch: str = ""
     is_fork: bool = False  # head in another repository (or a deleted fork): untrusted
     is_dependabot: bool = False
+    workflow_run: WorkflowRunInfo | None = None  # a workflow_run event: the run that triggered this one
 
     @property
     def untrusted(self) -> bool:
@@ -115,6 +171,8 @@ def parse_event(event_name: str, payload: Mapping[str, Any], *, sha: str | None 
             return _from_pull_request(_PullRequestEvent.model_validate(payload))
         if event_name == "push":
             return _from_push(_PushEvent.model_validate(payload))
+        if event_name == "workflow_run":
+            return _from_workflow_run(_WorkflowRunEvent.model_validate(payload))
         return _from_dispatch(_DispatchEvent.model_validate(payload), sha)
     except ValidationError as exc:
         raise _field_error(event_name, exc) from None
@@ -182,4 +240,34 @@ def _from_dispatch(event: _DispatchEvent, sha: str | None) -> EventContext:
         base_sha=None,
         actor=event.sender.login if event.sender else "",
         default_branch=event.repository.default_branch,
+    )
+
+
+def _from_workflow_run(event: _WorkflowRunEvent) -> EventContext:
+    run = event.workflow_run
+    head_repo = run.head_repository.full_name if run.head_repository else ""
+    actors = {u.login for u in (run.actor, run.triggering_actor) if u}
+    info = WorkflowRunInfo(
+        run_id=run.id,
+        event=run.event,
+        head_sha=run.head_sha,
+        head_branch=run.head_branch or "",
+        head_owner=run.head_repository.owner.login if run.head_repository else "",
+        head_repository=head_repo,
+        conclusion=run.conclusion or "",
+        pull_requests=tuple((p.number, p.head.sha) for p in run.pull_requests),
+        from_fork=not head_repo or head_repo.lower() != event.repository.full_name.lower(),
+        by_dependabot=bool(actors & DEPENDABOT_LOGINS),
+    )
+    return EventContext(
+        event_name="workflow_run",
+        repository=event.repository.full_name,
+        ref=f"refs/heads/{event.repository.default_branch}" if event.repository.default_branch else "",
+        head_sha=run.head_sha,  # what the check run attaches to: the commit the triggering run evaluated
+        base_sha=None,
+        head_repository=head_repo or None,
+        head_ref=run.head_branch,
+        actor=event.sender.login if event.sender else "",
+        default_branch=event.repository.default_branch,
+        workflow_run=info,
     )

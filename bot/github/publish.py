@@ -4,7 +4,6 @@ sending it (a `workflow_run` job with a write token posts it, treating the files
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from bot.compare.gate import check_conclusion
 from bot.github.checks import Annotation, publish_check_run
 from bot.github.client import get_repository, resolve_login
 from bot.github.comment import upsert_sticky_comment
+from bot.github.leg_payload import leg_payload, write_leg_payload
 from bot.github.workflow import StepLog, append_summary, notice, warning, write_outputs
 from bot.report.marker import comment_marker, marker_key
 from bot.report.render import render
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 MAX_KB_ANNOTATIONS = (
     200  # KB annotations per run (changed lines, then used spans; the rest are in the report)
 )
-PAYLOAD_FILE = "github-payload.json"
 _NO_TOKEN = "no github-token: the comment and the check run are in the artifacts only"
 
 
@@ -313,15 +312,9 @@ def outputs_of_run(run: RunResult, path: Path) -> dict[str, str]:
     }
 
 
-def write_untrusted_payload(out_dir: Path, ctx: ActionContext, payload: CheckPayload) -> Path:
-    """For the `workflow_run` job that posts a fork's results: the PR, the head, the check run; the comment is
-    comment.md beside it."""
-    data = {
-        "pr_number": ctx.event.pr_number,
-        "head_repository": ctx.event.head_repository,
-        "head_ref": ctx.event.head_ref,
-        "check_run": payload.to_json(),
-    }
-    path = out_dir / PAYLOAD_FILE
-    write_json_atomic(path, json.dumps(data, indent=2) + "\n")
-    return path
+def write_untrusted_payload(
+    out_dir: Path, ctx: ActionContext, payload: CheckPayload, result: CheckResult
+) -> Path:
+    """For the job that posts a leg's results (a fork's, or one shard's): github-payload.json beside head.json,
+    base.json and comparison.json (bot.github.leg_payload describes it)."""
+    return write_leg_payload(out_dir, leg_payload(ctx, result, payload))

@@ -94,7 +94,9 @@ def _llm_repair(
             run=check.head,
             config=config,
             suite=suite,
-            limits=Limits(max_llm_calls=max_calls, max_seconds=max_minutes * 60),
+            limits=Limits(
+                max_llm_calls=max_calls, max_seconds=max_minutes * 60, calls_flag="input repair-max-llm-calls"
+            ),
             base_pass_rate=check.comparison.overall.base_rate,
             comparison=check.comparison,
             only=tuple(c.id for c in check.comparison.judged_as("regressed")),

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from bot.base.errors import ConfigError, ResultFileError
-from bot.base.results import CaseResult, RunMeta, RunResult, summarize
+from bot.base.results import CaseResult, LLMUsage, RunMeta, RunResult, summarize
 
 # Fields every shard must share: runs that differ in one of them do not add up to one run.
 SAME_FIELDS = (
@@ -21,6 +21,7 @@ SAME_FIELDS = (
     "kb_fingerprint",
     "repeats",
     "filters",
+    "setting",  # a sweep leg's: shards of two settings are two runs
 )
 _SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
 
@@ -145,6 +146,25 @@ def merge_runs(runs: list[tuple[str, RunResult]], *, partial: bool = False) -> R
     return RunResult(meta=_merged_meta(metas, partial=partial), summary=summarize(cases), cases=tuple(cases))
 
 
+def sum_usage(usages: list[LLMUsage | None]) -> LLMUsage | None:
+    """The shards' LLM usage added up; the cost is unknown (None) when one shard's is."""
+    present = [u for u in usages if u is not None]
+    if not present:
+        return None
+    costs = [u.cost_usd for u in present]
+    return LLMUsage(
+        model=present[0].model,
+        calls=sum(u.calls for u in present),
+        cached_calls=sum(u.cached_calls for u in present),
+        prompt_tokens=sum(u.prompt_tokens for u in present),
+        completion_tokens=sum(u.completion_tokens for u in present),
+        cost_usd=None if any(c is None for c in costs) else sum(c or 0.0 for c in costs),
+        parse_ok=sum(u.parse_ok for u in present),
+        parse_repaired=sum(u.parse_repaired for u in present),
+        parse_failed=sum(u.parse_failed for u in present),
+    )
+
+
 def _merged_meta(metas: list[RunMeta], *, partial: bool) -> RunMeta:
     shas = {m.git_sha for m in metas}
     fixtures: dict[str, str] = {}
@@ -162,5 +182,7 @@ def _merged_meta(metas: list[RunMeta], *, partial: bool) -> RunMeta:
             "complete": all(m.complete for m in metas) and not partial,
             "agent_calls": sum(m.agent_calls for m in metas),
             "cache_hits": sum(m.cache_hits for m in metas),
+            "llm": sum_usage([m.llm for m in metas]),
+            "llm_judge": sum_usage([m.llm_judge for m in metas]),
         }
     )

@@ -5,11 +5,14 @@ GitHub that validates every request against GitHub's OpenAPI description."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+import subprocess
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
 
+from bot.base.errors import ConfigError
+from bot.base.git import Git
 from bot.base.settings import Settings
 from bot.cli import main
 from bot.commands.action import action, action_settings
@@ -345,3 +348,50 @@ def test_main_names_a_bad_input_and_exits_2(pr, monkeypatch, capsys):
     assert main(["action"]) == 2
     out = capsys.readouterr()
     assert "::error title=sqlcanary::input `repeat`" in out.out
+
+
+@dataclass(frozen=True)
+class RecordingGit(Git):
+    """The checkout's repository as the action is handed it: every git command it runs is recorded (by this
+    object and the copies it makes with another environment, which share the list), and a `fetch` can be
+    refused (a remote that does not answer)."""
+
+    calls: list[tuple[str, ...]] = field(default_factory=list)
+    refuse_fetch: bool = False
+
+    def run(self, *args: str, **kwargs):  # type: ignore[override]
+        self.calls.append(args)
+        if self.refuse_fetch and args[:1] == ("fetch",):
+            return subprocess.CompletedProcess(
+                ["git", *args], 128, "", "fatal: unable to access the remote\n"
+            )
+        return super().run(*args, **kwargs)
+
+
+def _ctx(env: dict[str, str]) -> ActionContext:
+    inputs, runner = read_inputs(env), RunnerContext.from_environ(env)
+    event = load_event(runner.event_name, runner.event_path, sha=runner.sha)
+    return ActionContext(inputs=inputs, runner=runner, event=event, mode="check")
+
+
+def test_the_action_verifies_the_checkout_and_fetches_the_base_through_the_git_it_is_given(pr, fake, remote):
+    given = RecordingGit(pr["workspace"])
+    code = action(
+        _ctx(pr["env"]), Settings.from_environ(pr["env"]), make_github=lambda t: client(fake, t), git=given
+    )
+    assert code == 1
+    assert ("rev-parse", "--verify", "HEAD^{commit}") in given.calls  # the checkout is the PR's head
+    fetches = [c for c in given.calls if c[:1] == ("fetch",)]
+    assert len(fetches) == 1 and fetches[0][-1] == remote["main"]  # the depth-1 checkout lacked the base
+
+
+def test_a_base_commit_the_given_git_cannot_fetch_is_a_clear_error_and_nothing_is_posted(pr, fake, remote):
+    given = RecordingGit(pr["workspace"], refuse_fetch=True)
+    with pytest.raises(ConfigError, match=f"cannot fetch the base commit {remote['main'][:12]}"):
+        action(
+            _ctx(pr["env"]),
+            Settings.from_environ(pr["env"]),
+            make_github=lambda t: client(fake, t),
+            git=given,
+        )
+    assert fake.writes() == []

@@ -33,9 +33,10 @@ class GitHttpServer:
     root: Path  # holds <owner>/<name>.git bare repositories
     token: str | None = None
     requests: list[GitRequest] = field(default_factory=list)
+    bind: str = "127.0.0.1"  # another of this machine's addresses: a docker network's gateway (act services)
 
     def __post_init__(self) -> None:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server = ThreadingHTTPServer((self.bind, 0), _handler_for(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
 

@@ -12,7 +12,16 @@ from pathlib import Path
 import pytest
 
 from bot.base.errors import SqlcanaryError
-from bot.base.results import CaseResult, RunMeta, RunResult, read_run, summarize, write_run
+from bot.base.results import (
+    CaseResult,
+    LLMUsage,
+    RunMeta,
+    RunResult,
+    RunSetting,
+    read_run,
+    summarize,
+    write_run,
+)
 from bot.cli import main
 from bot.run.merge import Shard, in_shard, merge_runs, parse_shard, shard_of, suite_order
 
@@ -131,6 +140,27 @@ def test_merge_orders_cases_as_the_suite_does_and_recomputes_summary_and_meta():
     assert (m.suite_hash, m.agent_fingerprint, m.fixtures) == ("s1", "a1", {"db": "f1"})
 
 
+def test_merge_adds_up_the_shards_llm_usage_and_an_unknown_cost_stays_unknown():
+    def usage(calls: int, cost: float | None) -> LLMUsage:
+        return LLMUsage(
+            model="m", calls=calls, prompt_tokens=10 * calls, completion_tokens=calls, cost_usd=cost
+        )
+
+    parts = shards(llm=usage(3, 0.5))
+    parts[0] = (
+        parts[0][0],
+        parts[0][1].model_copy(update={"meta": parts[0][1].meta.model_copy(update={"llm": usage(2, 0.25)})}),
+    )
+    m = merge_runs(parts).meta
+    assert m.llm is not None and (m.llm.calls, m.llm.prompt_tokens, m.llm.cost_usd) == (5, 50, 0.75)
+    assert m.llm_judge is None  # no shard asked a judge
+    parts[0] = (
+        parts[0][0],
+        parts[0][1].model_copy(update={"meta": parts[0][1].meta.model_copy(update={"llm": usage(2, None)})}),
+    )
+    assert merge_runs(parts).meta.llm.cost_usd is None  # a model without a price: the total is unknown
+
+
 def test_merge_order_does_not_depend_on_how_a_run_named_the_suite():
     """Shards that ran from the repository root (relative sources), with absolute paths, or from the suite
     folder itself still sort into one suite order."""
@@ -158,6 +188,7 @@ def test_merge_keeps_fixtures_of_databases_only_some_shards_used():
         ({"kb_fingerprint": "k2"}, "kb_fingerprint differs"),
         ({"repeats": 3}, "repeats differs"),
         ({"filters": {"tags": ["x"]}}, "filters differs"),
+        ({"setting": RunSetting(name="other")}, "setting differs"),
         ({"shard": None}, "not a shard"),
         ({"shard": "3/4"}, "the others of 3"),
         ({"shard": "2/3"}, "shard 2/3 is also in s2.json"),
