@@ -14,15 +14,20 @@ from bot.base.settings import Settings
 # (command, module under bot/commands, help): each module has add_arguments(parser) and
 # main(args, settings) -> int.
 COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("init", "init", "start a project: sqlcanary.yml, a suite with two cases, an agent and the workflow"),
+    ("validate", "validate", "check config, suite and KB (no database, no agent): every error at once"),
     ("run", "run", "run a benchmark suite through an agent and judge every case"),
     ("rescore", "rescore", "judge a saved run's predictions again (no agent call)"),
     ("import", "import_", "turn a public benchmark into a sqlcanary suite"),
     ("compare", "compare", "which cases a change broke or fixed: compare a base and a head run"),
     ("check", "check", "the local PR check: evaluate base and head commits and compare them"),
     ("merge", "merge", "join the RunResults of `run --shard I/N` jobs into one"),
+    ("sweep", "sweep", "a sweep over settings: `plan` its matrix, `report` one table of the settings' runs"),
     ("report", "report", "render a run, or the change from a base run: md, summary, html, junit, json"),
     ("show", "show", "one case or a few of a saved run in the terminal: why it fails, gold, prediction diff"),
     ("repair", "repair", "ask an LLM for KB edits that fix failing cases; keep the proven ones"),
+    ("llm", "llm", "`llm serve --replay FILE`: scripted LLM replies at an OpenAI-compatible URL"),
+    ("db", "db", "the PostgreSQL sqlcanary uses: `db status`, `db start`, `db stop`, `db clean`"),
     ("action", "action", "run as the GitHub Action (reads INPUT_* and GITHUB_*; see action.yml)"),
 )
 

@@ -147,6 +147,19 @@ class LLMUsage(FrozenModel):
     parse_failed: int = 0
 
 
+class RunSetting(FrozenModel):
+    """The sweep setting a run evaluated (`mode: sweep`, bot.sweep): its name, its place in the grid (1-based)
+    and what it set; written into the run so that a sweep's report groups runs by it, not by file names."""
+
+    name: str
+    index: int | None = None
+    model: str | None = None
+    temperature: float | None = None
+    agent: str | None = None
+    preset: str | None = None
+    repeat: int | None = None
+
+
 class RunMeta(FrozenModel):
     suite: str
     suite_hash: str
@@ -174,13 +187,14 @@ class RunMeta(FrozenModel):
     # The agent's isolation: "uid 61234" (run as that unprivileged user, bot.agents.sandbox) or "off: <why>".
     # None (not written): an agent that runs no process of the PR's, or a run from before the field existed.
     sandbox: str | None = None
+    setting: RunSetting | None = None  # a sweep leg's setting (bot.sweep); not written for other runs
 
     @model_serializer(mode="wrap")
     def _without_empty_llm(self, handler: SerializerFunctionWrapHandler) -> Any:
         """No `llm` / `llm_judge` key for a run without those calls: written exactly as before the fields existed."""
         data = handler(self)
         if isinstance(data, dict):
-            for key in ("llm", "llm_judge", "sandbox"):
+            for key in ("llm", "llm_judge", "sandbox", "setting"):
                 if data.get(key) is None:
                     data.pop(key, None)
         return data

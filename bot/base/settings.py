@@ -19,6 +19,7 @@ from bot.base.secrets import secret_values
 ENV_CACHE_DIR = "SQLCANARY_CACHE_DIR"
 ENV_ANSWER_CACHE = "SQLCANARY_ANSWER_CACHE"
 ENV_BASE_BRANCH = "SQLCANARY_BASE_BRANCH"
+ENV_PG_SEED = "SQLCANARY_PG_SEED"
 _OFF = ("0", "off", "false", "no")
 
 
@@ -32,6 +33,7 @@ def default_cache_dir() -> Path:
 class Settings:
     cache_dir: Path  # answers, base runs, LLM replies
     pg_dir: Path | None = None  # the embedded server's data directories (default: cache_dir)
+    pg_seed: Path | None = None  # SQLCANARY_PG_SEED (the image's): initialised data dirs the action copies
     answer_cache: bool = True  # SQLCANARY_ANSWER_CACHE=off: every answer asked afresh
     database_url: str | None = field(default=None, repr=False)  # DATABASE_URL
     base_branch: str | None = None  # `check` without --base: origin/<this>, then <this> (the action sets it)
@@ -50,6 +52,7 @@ class Settings:
         return cls(
             cache_dir=cache,
             pg_dir=cache,
+            pg_seed=Path(env[ENV_PG_SEED]) if env.get(ENV_PG_SEED) else None,
             answer_cache=env.get(ENV_ANSWER_CACHE, "").strip().lower() not in _OFF,
             database_url=env.get("DATABASE_URL") or None,
             base_branch=(env.get(ENV_BASE_BRANCH) or "").strip() or None,

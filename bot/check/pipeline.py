@@ -32,14 +32,15 @@ from bot.compare.comparison import NO_BASELINE, Comparison, compare_head_only, c
 from bot.compare.diff import FileDiff
 from bot.compare.gate import exit_code, resolve_gate
 from bot.compare.transitions import is_edited
-from bot.config.model import Config, database_url
-from bot.db.provision import Server, provision
+from bot.config.model import Config
+from bot.db.provision import Server
 from bot.db.templates import fixture_fingerprint
 from bot.repair.causal import CausalFindings, causal_notes, find_causes
 from bot.report.redact import redact_model
 from bot.run.cache import RunCache, run_cache_key
 from bot.run.request import RunRequest
 from bot.run.runner import sqlcanary_version
+from bot.run.server import provision_server
 from bot.run.setup import choose_agent, fingerprints, suite_and_cases
 
 DEFAULT_OUT_DIR = "sqlcanary-results"
@@ -171,11 +172,7 @@ def run_baseline(
     req = _anchored(req)
     repo = toplevel(req.run.folder)
     tree = open_tree(req.run, label="base", repo=repo, root=repo, sha=git_sha(repo), working=True)
-    server = provision(
-        dsn=database_url(req.run.dsn, tree.config, settings.database_url),
-        mode=req.run.postgres or tree.config.postgres,
-        cache_dir=settings.embedded_dir,
-    )
+    server = provision_server(req.run.dsn, tree.config, settings, req.run.postgres)
     return _base_run(req, tree, repo, server, out, settings, say)
 
 
@@ -188,14 +185,17 @@ def write_reports(
     secrets: tuple[str, ...],
     comment: bool = True,
 ) -> tuple[str, ...]:
-    """comparison.json and the sticky comment beside the runs (base.json, head.json) already in `out_dir`."""
+    """comparison.json, the sticky comment and the HTML report (causes and latency both) beside the runs
+    (base.json, head.json) already in `out_dir`."""
     from bot.report.render import render
 
     write_json_atomic(out_dir / "comparison.json", comparison.model_dump_json(indent=2) + "\n")
     if not comment:
         return (*(["base.json"] if base else []), "head.json", "comparison.json")
     write_json_atomic(out_dir / "comment.md", render("md", comparison, head=head, base=base, secrets=secrets))
-    return (*(["base.json"] if base else []), "head.json", "comparison.json", "comment.md")
+    html = render("html", comparison, head=head, base=base, secrets=secrets)
+    write_json_atomic(out_dir / "report.html", html)
+    return (*(["base.json"] if base else []), "head.json", "comparison.json", "comment.md", "report.html")
 
 
 def _head_tree(req: CheckRequest, stack: ExitStack, repo: Path) -> Tree:
@@ -252,11 +252,7 @@ def run_check(req: CheckRequest, settings: Settings, *, say: Say = lambda _: Non
         head = replace(head, notes=(*cache_notes, *head.notes))
         for note in head.notes:
             say(note)
-        server = provision(
-            dsn=database_url(req.run.dsn, head.config, settings.database_url),
-            mode=req.run.postgres or head.config.postgres,
-            cache_dir=settings.embedded_dir,
-        )
+        server = provision_server(req.run.dsn, head.config, settings, req.run.postgres)
         if base is None:
             say(f"no baseline: {NO_BASELINE}; the head is judged alone")
             (out_dir / "base.json").unlink(missing_ok=True)

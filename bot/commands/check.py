@@ -13,6 +13,7 @@ import argparse
 import sys
 
 from bot.agents.sandbox import make_undumpable
+from bot.base.errors import EXIT_INTERRUPTED
 from bot.base.settings import Settings
 from bot.check.pipeline import DEFAULT_OUT_DIR, run_check
 from bot.check.request import CheckRequest
@@ -32,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_run_arguments(p)
     p.add_argument(
         "--out",
-        help=f"folder for base.json, head.json, comparison.json, comment.md (default: {DEFAULT_OUT_DIR})",
+        help=f"folder for base.json, head.json, comparison.json, comment.md, report.html (default: {DEFAULT_OUT_DIR})",
     )
     p.add_argument("--force", action="store_true", help="compare even when fixtures or settings differ")
     p.add_argument("--no-base-cache", action="store_true", help="evaluate the base even when a run is cached")
@@ -54,7 +55,16 @@ def main(args: argparse.Namespace, settings: Settings) -> int:
         if not req.run.quiet:
             print(f"sqlcanary check: {text}", file=sys.stderr)
 
-    result = run_check(req, settings, say=say)
+    try:
+        result = run_check(req, settings, say=say)
+    except KeyboardInterrupt:
+        out_dir = (req.run.folder / (req.out_dir or DEFAULT_OUT_DIR)).resolve()
+        print(
+            f"sqlcanary check: interrupted: what the base and head runs finished is kept in {out_dir} "
+            "(base.json, head.json; marked incomplete)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
     print(render_summary(result.comparison))
     print(f"\nresults in {result.out_dir}: {', '.join(result.files)}")
     return result.exit_code

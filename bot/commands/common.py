@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
+from bot.base.errors import EXIT_INTERRUPTED
+from bot.base.rates import RateError, parse_rate
 from bot.base.settings import Settings
 from bot.compare.gate import GATE_FIELDS, resolve_gate
 from bot.config.gate_settings import GateSettings
-from bot.report.console import Progress, run_report
+from bot.report.console import Paint, Progress, run_report, wants_colour
 from bot.run.pipeline import DEFAULT_OUT, evaluate_request, run_exit
 from bot.run.request import RunRequest
+from bot.run.rerun import RunInterrupted
 from bot.scoring.presets import PRESETS
 
 
@@ -46,19 +50,44 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="always ask the agent (default: reuse answers whose agent, KB and case are unchanged)",
     )
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    add_output_arguments(p)
 
 
 def fraction(text: str) -> float:
-    """A rate on the command line: `0.9` or `90%`."""
-    raw = text.strip()
+    """A rate as an argparse `type=`: bot.base.rates' parser (the flags below use RateAction, for its message)."""
     try:
-        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a rate: {text!r} (use 0.9 or 90%)") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"a rate is between 0 and 1 (0% and 100%), got {text!r}")
-    return value
+        return parse_rate(text, name="")
+    except RateError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+class RateAction(argparse.Action):
+    """A rate flag (`--min-pass-rate 90%` or `0.9`), read by bot.base.rates; a bad value stops the command with
+    the parser's words: `--min-pass-rate 90: a rate is 0-1 or a percentage: did you mean 90%?` (exit 2)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        try:
+            setattr(namespace, self.dest, parse_rate(values, name=option_string or self.dest))
+        except RateError as exc:
+            parser.error(str(exc))
+
+
+def add_output_arguments(p: argparse.ArgumentParser) -> None:
+    """`--verbose` and `--quiet`, as pytest spells them, on every command that shows progress."""
+    talk = p.add_mutually_exclusive_group()
+    talk.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    talk.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="a line per case as it finishes, and every case that did not pass with its whole reason",
+    )
 
 
 def add_gate_arguments(p: argparse.ArgumentParser) -> None:
@@ -66,11 +95,11 @@ def add_gate_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("quality gate")
     g.add_argument("--max-regressions", type=int, metavar="N", help="regressed cases allowed (default 0)")
     g.add_argument(
-        "--min-pass-rate", type=fraction, metavar="X", help="fail below this head pass rate (0.9 or 90%%)"
+        "--min-pass-rate", action=RateAction, metavar="X", help="fail below this head pass rate (0.9 or 90%%)"
     )
     g.add_argument(
         "--max-pass-rate-drop",
-        type=fraction,
+        action=RateAction,
         metavar="X",
         help="fail when the pass rate drops more than this",
     )
@@ -128,20 +157,67 @@ def add_run_command_arguments(p: argparse.ArgumentParser) -> None:
         help="ask the LLM (config `llm:`) whether each failing prediction is equivalent to the gold (one call per "
         "failing case; a diagnostic, never the verdict)",
     )
-    p.add_argument("--min-pass-rate", type=float, help="exit 1 when the pass rate (0-1) is below this")
+    p.add_argument(
+        "--min-pass-rate",
+        action=RateAction,
+        metavar="X",
+        help="exit 1 when the pass rate is below this (0.9 or 90%%)",
+    )
+    p.add_argument(
+        "--fail-on-errored",
+        action="store_true",
+        help="exit 1 when a case errored (the agent failed on it), as pytest counts errors",
+    )
+    p.add_argument(
+        "--allow-invalid",
+        action="store_true",
+        help="an invalid case (its gold SQL does not run) is reported but does not fail the run (default: exit 2)",
+    )
+    p.add_argument(
+        "--lf",
+        "--last-failed",
+        dest="last_failed",
+        action="store_true",
+        help="only the cases that did not pass in the last run (the RunResult at --out, else the config's `out:`, "
+        f"else {DEFAULT_OUT}); every case when there is none",
+    )
+    p.add_argument(
+        "-x",
+        "--exitfirst",
+        action="store_true",
+        help="stop at the first case that does not pass (exit 1); the finished cases are kept",
+    )
     p.add_argument("--shard", metavar="I/N", help="run only shard I of N (split by case id; see `merge`)")
 
 
 def show_run(req: RunRequest, settings: Settings) -> int:
     """Evaluate `req` with progress on stderr, print the results table and what failed, return the exit code.
-    (`rescore` shows a run the same way: bot.report.console renders it, bot.run.pipeline decides the code.)"""
+    (`rescore` shows a run the same way: bot.report.console renders it, bot.run.pipeline decides the code.)
+    Colour on a terminal unless NO_COLOR is set; an interruption says where the finished cases are (exit 130)."""
+    no_color = settings.environ.get("NO_COLOR")
 
     def err(text: str) -> None:
         print(text, file=sys.stderr)
 
     def progress(n: int) -> Progress:
-        return Progress(n, enabled=not req.quiet, ci=settings.ci)
+        return Progress(
+            n,
+            enabled=not req.quiet,
+            ci=settings.ci,
+            verbose=req.verbose,
+            colour=wants_colour(sys.stderr, no_color),
+        )
 
-    done = evaluate_request(req, settings, say=err if not req.quiet else lambda _: None, progress=progress)
-    print(run_report(done.run, done.out))
+    try:
+        done = evaluate_request(
+            req, settings, say=err if not req.quiet else lambda _: None, progress=progress
+        )
+    except RunInterrupted as exc:
+        n = exc.finished()
+        kept = f"the {n} case(s) finished are kept in {exc.out}" if n is not None else f"see {exc.out}"
+        err(f"sqlcanary: interrupted: {kept} (marked incomplete)")
+        return EXIT_INTERRUPTED
+    print(
+        run_report(done.run, done.out, paint=Paint(wants_colour(sys.stdout, no_color)), verbose=req.verbose)
+    )
     return run_exit(done, req, say=err)

@@ -14,6 +14,7 @@ from bot.base.results import RunResult, read_run, write_json_atomic
 from bot.base.settings import Settings
 from bot.commands.common import add_gate_arguments, gate_from_args
 from bot.compare.comparison import Comparison, compare_runs
+from bot.report.beside import runs_beside
 from bot.report.render import FORMATS, render
 
 
@@ -69,6 +70,8 @@ def main(args: argparse.Namespace, settings: Settings) -> int:  # noqa: ARG001
         raise ConfigError(
             "--base needs a RunResult, but the file given is already a Comparison", path=args.run
         )
+    if comparison is not None and head is None:  # check's base.json and head.json beside it: their latency
+        base, head = runs_beside(args.run, comparison)
     if args.format == "junit" and head is None:
         raise ConfigError("JUnit XML needs the head RunResult, not a Comparison", path=args.run)
     subject = comparison if comparison is not None else head

@@ -1,6 +1,7 @@
 """`sqlcanary show RUN.json [CASE_ID...] [--base BASE.json]`: one case or a few of a saved run, in the terminal,
 with what the reports say of it (question, verdict, cause, first and structural difference, gold SQL, base → head
-prediction diff). No case id: every failing case. An unknown id exits 2 naming the closest ids.
+prediction diff), and for an errored case what its agent wrote on stderr (a whole traceback, not only the last
+line the reason quotes). No case id: every failing case. An unknown id exits 2 naming the closest ids.
 
 Where the base comes from: `--base`, else the `comparison.json` that `sqlcanary check` wrote beside the run (it
 also holds the cause links and the gold SQL). Gold SQL missing from both is read from the run's suite when that
@@ -18,6 +19,7 @@ from bot.base.results import RunResult, read_run
 from bot.base.settings import Settings
 from bot.cases.loader import load_suite
 from bot.compare.comparison import Comparison, compare_runs
+from bot.report.console import agent_output
 from bot.report.render import render_cases_text
 from bot.report.view import CaseRow, row_from_case, row_from_change
 
@@ -85,5 +87,9 @@ def main(args: argparse.Namespace, settings: Settings) -> int:  # noqa: ARG001 -
     if any(not r.gold_sql for r in picked):
         gold = _suite_gold(run)
         picked = [r if r.gold_sql else replace(r, gold_sql=gold.get(r.id, ())) for r in picked]
-    print(render_cases_text(picked), end="")
+    stderr = {c.id: c.prediction.stderr for c in run.cases if c.status == "errored" and c.prediction.stderr}
+    for row in picked:  # an errored case: what its agent said, whole (the reason holds only its last line)
+        print(render_cases_text([row]), end="")
+        if row.id in stderr:
+            print(agent_output(row.id, stderr[row.id] or ""), end="")
     return EXIT_OK

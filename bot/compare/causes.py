@@ -14,13 +14,13 @@ bot.compare.spans matches the spans to its hunks.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bot.base.results import FrozenModel
 from bot.compare.diff import FileDiff, Hunk
-from bot.compare.spans import changed_spans, suite_folder
+from bot.compare.spans import changed_spans, parse_span, repo_path, suite_folder
 
 if TYPE_CHECKING:  # compare imports this module's models; the function below only reads a Comparison
     from bot.compare.comparison import Comparison
@@ -29,6 +29,7 @@ NOT_EXPLAINED = (
     "not explained by this diff: no KB line these answers used was changed (an agent or model change, or "
     "flakiness)"
 )
+MAX_UNCITED = 20  # changed files a report names under "not explained" (the rest are counted)
 
 
 class Cause(FrozenModel):
@@ -93,6 +94,20 @@ def link_causes(cases: Sequence[Regressed], diff: Sequence[FileDiff], *, roots: 
     return Linked(causes=causes, unexplained=unexplained, by_case=by_case)
 
 
+def uncited_files(changed: Sequence[str], used: Iterable[str], *, roots: Sequence[str]) -> tuple[str, ...]:
+    """The changed files (repository paths) that no `used` span names, whatever its lines, in diff order: what a
+    pull request changed that no answer cites ("the change also touched `agent/answers.json`, which no answer
+    cites"). A `used` path may be relative to any of `roots` or to the repository root."""
+    known = set(changed)
+    cited: set[str] = set()
+    for ref in used:
+        span = parse_span(ref)
+        name = span.file if span else str(ref).strip()
+        if name:
+            cited.add(repo_path(name, roots, known))
+    return tuple(dict.fromkeys(f for f in changed if f not in cited))
+
+
 def explain_comparison(
     comparison: Comparison,
     diff: Sequence[FileDiff],
@@ -108,6 +123,7 @@ def explain_comparison(
     folders = [*roots, *([found] if found not in roots else [])]
     regressed = [Regressed(c.id, c.head_used, c.base_used) for c in comparison.judged_as("regressed")]
     linked = link_causes(regressed, diff, roots=folders)
+    used = (u for c in comparison.cases for u in (*c.head_used, *c.base_used))
     cases = comparison.cases
     if gold:
         cases = tuple(c.model_copy(update={"gold_sql": gold.get(c.id, c.gold_sql)}) for c in cases)
@@ -117,6 +133,7 @@ def explain_comparison(
             "changed_files": tuple(f.path for f in diff),
             "causes": linked.causes,
             "unexplained": linked.unexplained,
+            "uncited_files": uncited_files(tuple(f.path for f in diff), used, roots=folders),
             "cases": cases,
         }
     )

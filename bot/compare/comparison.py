@@ -107,6 +107,7 @@ class Comparison(FrozenModel):
     changed_files: tuple[str, ...] = ()
     causes: tuple[Cause, ...] = ()
     unexplained: tuple[str, ...] = ()  # regressed cases whose used spans the diff did not touch
+    uncited_files: tuple[str, ...] = ()  # changed files that no case's `used` names (bot.compare.causes)
 
     def causes_of(self, case_id: str) -> list[Cause]:
         return [c for c in self.causes if case_id in c.cases]

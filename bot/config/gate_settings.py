@@ -1,10 +1,40 @@
-"""The quality gate's settings (sqlcanary.yml `gate:`, overridden by the command line): when a comparison fails."""
+"""The quality gate's settings (sqlcanary.yml `gate:`, overridden by the command line): when a comparison fails.
+
+Its rates are read by bot.base.rates, as the command line's are: `min_pass_rate: 90%` and `0.9` both mean 90%,
+and `90` is refused with the fix."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Annotated
 
+from pydantic import BeforeValidator, Field, WithJsonSchema
+from pydantic_core import PydanticCustomError
+
+from bot.base.rates import RateError, parse_rate
 from bot.base.results import FrozenModel
+
+
+def _rate(value: object) -> object:
+    """A rate as bot.base.rates reads it; None stays None (the setting is off). The error is the parser's words
+    alone (the loader names the key and the line)."""
+    if value is None:
+        return None
+    try:
+        return parse_rate(value, name="")
+    except RateError as exc:
+        raise PydanticCustomError("rate", str(exc)) from None
+
+
+# What an editor's schema says a rate may be: a fraction, a percentage string, or nothing (off).
+_RATE_SCHEMA = {
+    "anyOf": [
+        {"type": "number", "minimum": 0, "maximum": 1},
+        {"type": "string", "pattern": r"^\s*(100(\.0+)?|\d{1,2}(\.\d+)?)\s*%\s*$"},
+        {"type": "null"},
+    ],
+    "description": "a fraction (0.9) or a percentage (90%)",
+}
+Rate = Annotated[float | None, BeforeValidator(_rate), WithJsonSchema(_RATE_SCHEMA)]
 
 
 class GateSettings(FrozenModel):
@@ -12,8 +42,8 @@ class GateSettings(FrozenModel):
     test on the paired attempts, p < alpha) and at least `min_regression_count` attempts moved."""
 
     max_regressions: int = Field(default=0, ge=0)
-    min_pass_rate: float | None = Field(default=None, ge=0, le=1)
-    max_pass_rate_drop: float | None = Field(default=None, ge=0, le=1)
+    min_pass_rate: Rate = Field(default=None, ge=0, le=1)
+    max_pass_rate_drop: Rate = Field(default=None, ge=0, le=1)
     alpha: float = Field(default=0.05, gt=0, lt=1)
     min_regression_count: int = Field(default=1, ge=1)
     # A deleted case cannot fail: removing cases fails the gate unless this says it is fine (renames are not

@@ -9,15 +9,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from bot.base.errors import ConfigError
 from bot.base.results import FrozenModel
 
 ENV_BASE_URL = "SQLCANARY_LLM_BASE_URL"
 ENV_MODEL = "SQLCANARY_LLM_MODEL"
+ENV_TEMPERATURE = "SQLCANARY_LLM_TEMPERATURE"  # a sweep setting's temperature (bot.sweep)
 LOCAL_FIRST_TIMEOUT_S = 600.0  # a cold llama.cpp on 2 CPU cores reads a 7k-token prompt in about 200 s
 LOCAL_TIMEOUT_S = 180.0  # a warm local request: prompt tail plus a few hundred tokens at 10-20 tokens/s
+REPLAY_PREFIX = (
+    "replay:"  # `base_url: replay:FILE`: answers from a replay file (bot.llm.replay), no key, no model
+)
 _LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1", "0.0.0.0", "host.docker.internal")
+
+
+def replay_file(base_url: str | None) -> str | None:
+    """FILE of a `replay:FILE` base_url (relative to the current folder), else None."""
+    if base_url and base_url.startswith(REPLAY_PREFIX):
+        return base_url[len(REPLAY_PREFIX) :].strip()
+    return None
 
 
 def is_local(base_url: str | None) -> bool:
@@ -45,7 +57,8 @@ class Price(FrozenModel):
 class LLMSettings(FrozenModel):
     """Any OpenAI-compatible endpoint: OpenAI, Azure (base_url + api_version), Ollama, vLLM."""
 
-    base_url: str | None = None  # None: the openai package's default (api.openai.com)
+    # None: the openai package's default (api.openai.com); `replay:FILE`: the shipped replay server (bot.llm.replay)
+    base_url: str | None = None
     model: str = "gpt-4o-mini"
     api_key_env: str = "OPENAI_API_KEY"
     api_version: str | None = None  # Azure: sent as the `api-version` query parameter
@@ -66,6 +79,13 @@ class LLMSettings(FrozenModel):
     budget: BudgetSettings = BudgetSettings()
     prices: dict[str, Price] = Field(default_factory=dict)
     cache: bool = True
+
+    @field_validator("base_url")
+    @classmethod
+    def _replay_names_a_file(cls, value: str | None) -> str | None:
+        if value is not None and value.startswith(REPLAY_PREFIX) and not replay_file(value):
+            raise ValueError("`replay:` needs a file: replay:path/to/replies.yml")
+        return value
 
     @property
     def request_timeout_s(self) -> float:
@@ -90,12 +110,24 @@ class LLMSettings(FrozenModel):
         return 1 if is_local(self.base_url) else None
 
     def with_env(self, environ: Mapping[str, str]) -> LLMSettings:
-        """SQLCANARY_LLM_BASE_URL / SQLCANARY_LLM_MODEL (in `environ`, the process's as `main` read it) win over
-        the config file."""
+        """SQLCANARY_LLM_BASE_URL / SQLCANARY_LLM_MODEL / SQLCANARY_LLM_TEMPERATURE (in `environ`, the process's
+        as `main` read it) win over the config file."""
         env = environ
-        update: dict[str, str] = {}
+        update: dict[str, object] = {}
         if env.get(ENV_BASE_URL):
             update["base_url"] = env[ENV_BASE_URL]
         if env.get(ENV_MODEL):
             update["model"] = env[ENV_MODEL]
+        if env.get(ENV_TEMPERATURE):
+            update["temperature"] = _temperature(env[ENV_TEMPERATURE])
         return self.model_copy(update=update) if update else self
+
+
+def _temperature(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 2.0:
+        raise ConfigError(f"{ENV_TEMPERATURE}: expected a number from 0 to 2, got {text!r}")
+    return value

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any, Literal
 
@@ -14,8 +15,11 @@ from bot.base.yamlread import LineDict, LineList, load_yaml_file
 from bot.config.gate_settings import GateSettings
 from bot.config.llm import LLMSettings
 from bot.config.presets import check_preset
+from bot.config.problems import Problem, unknown_key_message, validation_problems
 
 CONFIG_NAMES = ("sqlcanary.yml", "sqlcanary.yaml")
+log = logging.getLogger("sqlcanary.config")
+HIDDEN_KEYS = ("base_dir", "config_file")  # set by load_config, never written in the file
 # A config resolved by `check` for one side (bot.config.trusted.write_resolved): JSON, loaded as it is.
 RESOLVED_MARK = "sqlcanary_resolved_config"
 RESOLVED_VERSION = 1
@@ -99,35 +103,48 @@ def _resolved(p: Path) -> Config | None:
     return config.model_copy(update={"config_file": str(p.resolve())})
 
 
-def load_config(path: str | Path) -> Config:
-    p = Path(path)
-    resolved = _resolved(p)
-    if resolved is not None:
-        return resolved
+def _read(p: Path) -> tuple[dict, Config | None, list[Problem]]:
     doc = load_yaml_file(p)
     if doc is None:
         doc = LineDict()
         doc.line, doc.key_lines = 1, {}
     if not isinstance(doc, dict):
         raise ConfigError("a config file must be a mapping", path=str(p), line=1)
-    for reserved in ("base_dir", "config_file"):
-        if reserved not in doc:
-            continue
-        raise ConfigError(
-            f"unknown key {reserved!r} (paths are relative to this file)",
-            path=str(p),
-            line=doc.line_of(reserved) if isinstance(doc, LineDict) else None,
-        )
+    known = [k for k in Config.model_fields if k not in HIDDEN_KEYS]
+    line_of = doc.line_of if isinstance(doc, LineDict) else (lambda _k: None)
+    problems = [
+        Problem(str(p), line_of(k), k, unknown_key_message(k, known) + "; paths are relative to this file")
+        for k in HIDDEN_KEYS
+        if k in doc
+    ]
+    fields = {k: v for k, v in doc.items() if k not in HIDDEN_KEYS}
     try:
-        config = Config(**doc, base_dir=str(p.parent.resolve()), config_file=str(p.resolve()))
+        config = Config(**fields, base_dir=str(p.parent.resolve()), config_file=str(p.resolve()))
     except ValidationError as exc:
-        err = exc.errors()[0]
-        key = str(err["loc"][0]) if err["loc"] else ""
-        line = doc.line_of(key) if isinstance(doc, LineDict) and key else None
-        where = ".".join(str(x) for x in err["loc"])
-        raise ConfigError(f"{where}: {err['msg']}", path=str(p), line=line) from exc
+        problems += validation_problems(exc, doc, Config, path=str(p), hidden=HIDDEN_KEYS)
+        return doc, None, sorted(problems, key=lambda pr: pr.line or 0)
     except TypeError as exc:
-        raise ConfigError(str(exc), path=str(p)) from exc
+        return doc, None, [*problems, Problem(str(p), None, "", str(exc))]
+    return doc, (None if problems else config), problems
+
+
+def read_config(path: str | Path) -> tuple[Config | None, list[Problem]]:
+    """sqlcanary.yml and every problem in it, in our words (bot.config.problems); the Config when there is none.
+    An unreadable or unparsable file raises: there is nothing more to say of it. `kb.paths` is not checked."""
+    _, config, problems = _read(Path(path))
+    return config, problems
+
+
+def load_config(path: str | Path) -> Config:
+    p = Path(path)
+    resolved = _resolved(p)
+    if resolved is not None:
+        return resolved
+    doc, config, problems = _read(p)
+    if config is None:
+        first = problems[0]
+        more = f" (and {len(problems) - 1} more: `sqlcanary validate` lists them all)" if problems[1:] else ""
+        raise ConfigError(first.what + more, path=first.path, line=first.line)
     check_kb_paths(config, lines=_glob_lines(doc))
     return config
 
@@ -179,21 +196,35 @@ def check_kb_paths(config: Config, *, lines: tuple[int | None, ...] = ()) -> Non
                 )
 
 
+def config_near(folder: Path) -> Path | None:
+    """The sqlcanary.yml of `folder` or of the nearest folder above it, as pytest and dbt look for theirs: the
+    search stops at the repository's root (a folder holding `.git`) or at the filesystem's root."""
+    here = folder.absolute()
+    for candidate in (here, *here.parents):
+        for name in CONFIG_NAMES:
+            if (candidate / name).is_file():
+                return candidate / name
+        if (candidate / ".git").exists():
+            return None
+    return None
+
+
 def find_config(explicit: str | None, suite: str | None, *, cwd: Path | None = None) -> Config:
-    """--config; else sqlcanary.yml in the suite folder (the most specific); else `cwd`'s (default: the current
-    folder's) sqlcanary.yml; else empty."""
+    """--config; else sqlcanary.yml in the suite folder (the most specific); else the one of `cwd` (default: the
+    current folder) or of the nearest folder above it, up to the repository root; else empty. Which file was
+    found is logged (logger `sqlcanary.config`, level INFO), for a `--verbose` that shows INFO logs."""
     here = cwd or Path.cwd()
     if explicit:
         if not Path(explicit).is_file():
             raise ConfigError("no such config file", path=explicit)
         return load_config(explicit)
-    folders = [Path(suite)] if suite and Path(suite).is_dir() else []
-    folders.append(here)
-    for folder in folders:
-        for name in CONFIG_NAMES:
-            if (folder / name).is_file():
-                return load_config(folder / name)
-    return Config(base_dir=str(here))
+    in_suite = [Path(suite) / n for n in CONFIG_NAMES] if suite and Path(suite).is_dir() else []
+    found = next((p for p in in_suite if p.is_file()), None) or config_near(here)
+    if found is None:
+        log.info("no sqlcanary.yml in %s or above it: the defaults apply", here)
+        return Config(base_dir=str(here))
+    log.info("config: %s", found)
+    return load_config(found)
 
 
 def database_url(cli_dsn: str | None, config: Config, environ_url: str | None) -> str | None:

@@ -29,6 +29,18 @@ _BOUNDED = (
     "\n) _q) _s) _w WHERE _w._b OPERATOR(pg_catalog.<=) %s OR _sqlcanary.too_large(_w._b, %s)"
 )
 
+_SHARED_STATE = """SELECT md5(concat_ws('|',
+  (SELECT a::text FROM {catalog} a WHERE a.rolname = '{role}'),
+  (SELECT string_agg(s::text, ',' ORDER BY s.setdatabase, s.setrole) FROM pg_db_role_setting s
+   WHERE s.setrole IN (0, (SELECT oid FROM {catalog} WHERE rolname = '{role}'))),
+  (SELECT string_agg(m::text, ',' ORDER BY m.oid) FROM pg_auth_members m
+   WHERE (SELECT oid FROM {catalog} WHERE rolname = '{role}') IN (m.roleid, m.member, m.grantor)),
+  (SELECT string_agg(d::text, ',' ORDER BY d.classid, d.objid, d.refobjid, d.deptype) FROM pg_shdepend d
+   WHERE d.dbid = 0 AND d.refobjid = (SELECT oid FROM {catalog} WHERE rolname = '{role}')),
+  (SELECT string_agg(concat_ws(':', d.oid, d.datname, d.datacl), ',' ORDER BY d.oid) FROM pg_database d
+   WHERE d.datdba = (SELECT oid FROM {catalog} WHERE rolname = '{role}')
+      OR d.datacl::text LIKE '%{role}=%')))"""
+
 GUARDS_SQL = f"""
 CREATE SCHEMA _sqlcanary;
 CREATE FUNCTION _sqlcanary.too_large(got bigint, cap bigint) RETURNS boolean LANGUAGE plpgsql AS $f$
@@ -50,22 +62,18 @@ END $f$;
 CREATE FUNCTION _sqlcanary.exec(q text) RETURNS void LANGUAGE plpgsql AS $f$ BEGIN EXECUTE q; END $f$;
 CREATE FUNCTION _sqlcanary.explain(q text) RETURNS json LANGUAGE plpgsql AS $f$
 DECLARE r json; BEGIN EXECUTE 'EXPLAIN (FORMAT JSON) ' || q INTO r; RETURN r; END $f$;
-CREATE FUNCTION _sqlcanary.shared_state() RETURNS text LANGUAGE sql VOLATILE SECURITY DEFINER
+CREATE FUNCTION _sqlcanary.shared_state() RETURNS text LANGUAGE plpgsql VOLATILE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp AS $f$
 -- Only what the restricted role can reach, so that other runs creating and dropping their clones meanwhile
 -- never look like an effect of this statement: its own row, its settings (and database-wide ones), its
--- memberships, the shared objects and grants that name it, and any database it would own.
-SELECT md5(concat_ws('|',
-  (SELECT a::text FROM pg_authid a WHERE a.rolname = '{{role}}'),
-  (SELECT string_agg(s::text, ',' ORDER BY s.setdatabase, s.setrole) FROM pg_db_role_setting s
-   WHERE s.setrole IN (0, (SELECT oid FROM pg_authid WHERE rolname = '{{role}}'))),
-  (SELECT string_agg(m::text, ',' ORDER BY m.oid) FROM pg_auth_members m
-   WHERE (SELECT oid FROM pg_authid WHERE rolname = '{{role}}') IN (m.roleid, m.member, m.grantor)),
-  (SELECT string_agg(d::text, ',' ORDER BY d.classid, d.objid, d.refobjid, d.deptype) FROM pg_shdepend d
-   WHERE d.dbid = 0 AND d.refobjid = (SELECT oid FROM pg_authid WHERE rolname = '{{role}}')),
-  (SELECT string_agg(concat_ws(':', d.oid, d.datname, d.datacl), ',' ORDER BY d.oid) FROM pg_database d
-   WHERE d.datdba = (SELECT oid FROM pg_authid WHERE rolname = '{{role}}')
-      OR d.datacl::text LIKE '%{{role}}=%')))
+-- memberships, the shared objects and grants that name it, and any database it would own. pg_authid when the
+-- template's owner may read it (a superuser), else pg_roles, which hides only the password (bot/db/managed.py).
+BEGIN
+  IF pg_catalog.has_table_privilege('pg_catalog.pg_authid', 'SELECT') THEN
+    RETURN ({_SHARED_STATE.replace("{catalog}", "pg_authid")});
+  END IF;
+  RETURN ({_SHARED_STATE.replace("{catalog}", "pg_roles")});
+END
 $f$;
 CREATE FUNCTION _sqlcanary.assert_shared_state(before text) RETURNS void LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp AS $f$

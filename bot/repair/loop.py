@@ -37,7 +37,7 @@ from bot.repair.outcome import (
 from bot.repair.plan import PLAN_SCHEMA, CheckedPlan, Plan, PlanError, check_plan, combine_held, parse_plan
 from bot.repair.prompts import case_messages, critique_messages
 from bot.repair.select import choose, group_failures
-from bot.repair.setup import Limits, cap_budget, default_agent_factory, default_run_options
+from bot.repair.setup import Limits, budget_spent, cap_budget, default_agent_factory, default_run_options
 from bot.repair.summary import baseline_of, build_outcome
 from bot.run.runner import RunOptions, run_suite
 
@@ -70,6 +70,9 @@ class _Loop:
     comparison: Comparison | None = None  # a check's (repair --from-check): cause links for the prompts
     baseline: dict[str, CaseResult] = field(default_factory=dict)  # the whole suite before any edit
     held: CheckedPlan | None = None  # the last plan the KB validator alone refused (plan.combine_held)
+    config_max_calls: int | None = (
+        None  # the config's llm.budget.max_calls: named when it is the tighter limit
+    )
 
     # -- running the suite ---------------------------------------------------------------------------------
     def _run(self, cases: list[Case]) -> dict[str, CaseResult]:
@@ -89,7 +92,7 @@ class _Loop:
         """(plan, why there is none, cached). Raises _Stop when the budget is spent or the LLM is unusable.
         `n`: the attempt (a retry samples warmer); `room`: the reply's token cap."""
         if self.requests >= self.limits.max_llm_calls:
-            raise _Stop(f"LLM call budget spent ({self.limits.max_llm_calls} calls)")
+            raise _Stop(budget_spent(self.limits, self.config_max_calls))
         seconds = self.limits.max_seconds
         if seconds is not None and time.monotonic() - self.started > seconds:
             raise _Stop(f"time budget spent ({seconds:g} s)")
@@ -109,7 +112,7 @@ class _Loop:
                 max_tokens=room or self.limits.plan_tokens,
             )
         except BudgetExhausted as exc:
-            raise _Stop(f"LLM call budget spent: {exc.message}") from None
+            raise _Stop(budget_spent(self.limits, self.config_max_calls, exc.message)) from None
         except LLMBadOutput as exc:
             return None, f"your reply was not usable JSON: {exc.message}", False
         except LLMError as exc:
@@ -338,6 +341,7 @@ def repair(
         dry_run=dry_run,
         secrets=settings.secrets if settings else (),
         comparison=comparison,
+        config_max_calls=config.llm.budget.max_calls,
     )
     if evaluate_only:
         loop.baseline = baseline_of(loop)

@@ -10,12 +10,13 @@ from bot.base.results import RunResult
 from bot.base.settings import Settings
 from bot.cases.model import Suite
 from bot.compare.comparison import Comparison
-from bot.config.model import Config, database_url
-from bot.db.provision import Mode, provision
+from bot.config.model import Config
+from bot.db.provision import Mode
 from bot.llm.protocol import JsonLLM
 from bot.repair.loop import repair
 from bot.repair.outcome import RepairOutcome
 from bot.repair.setup import Limits, make_client
+from bot.run.server import provision_server
 
 
 @dataclass(frozen=True)
@@ -38,11 +39,7 @@ class RepairRequest:
 def run_repair(req: RepairRequest, settings: Settings, *, client: JsonLLM | None = None) -> RepairOutcome:
     """Provision PostgreSQL, build the client from the config's `llm:` (capped at `limits.max_llm_calls`)
     unless one is given or the suite is only evaluated, and run the loop."""
-    server = provision(
-        dsn=database_url(req.dsn, req.config, settings.database_url),
-        mode=req.postgres or req.config.postgres,
-        cache_dir=settings.embedded_dir,
-    )
+    server = provision_server(req.dsn, req.config, settings, req.postgres)
     if client is None and not req.evaluate_only:
         client = make_client(req.config, max_calls=req.limits.max_llm_calls, settings=settings)
     return repair(

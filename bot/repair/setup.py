@@ -31,6 +31,20 @@ class Limits:
     plan_tokens: int = 1024
     # Seconds the loop may spend before it stops asking (None: no limit); the Action's `repair-max-minutes`.
     max_seconds: float | None = None
+    # How the user set max_llm_calls, named when it is spent: the CLI's flag (the Action: `repair-max-llm-calls`).
+    calls_flag: str = "--max-llm-calls"
+
+
+def budget_spent(limits: Limits, config_max_calls: int | None, detail: str = "") -> str:
+    """Why the loop stopped asking, naming the limit the user set: `--max-llm-calls N` (the flag given), or the
+    config's `llm.budget.max_calls` when that one is the tighter (`detail`: the client's own message)."""
+    if config_max_calls is not None and config_max_calls < limits.max_llm_calls and detail:
+        return f"LLM call budget spent: {detail}"
+    n = limits.max_llm_calls
+    return (
+        f"LLM call budget spent: {limits.calls_flag} {n} allows {n} LLM call{'' if n == 1 else 's'} and all "
+        f"were used (raise {limits.calls_flag} to let the repair ask more)"
+    )
 
 
 def default_agent_factory(config: Config, settings: Settings | None = None) -> Callable[[], AgentAdapter]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
+from bot.compare.causes import MAX_UNCITED
 from bot.compare.comparison import CaseChange, Comparison
 
 MAX_DIFF_LINES = 80
@@ -28,6 +29,26 @@ class CauseView:
 
 def cause_views(cmp: Comparison) -> tuple[CauseView, ...]:
     return tuple(CauseView(c.file, c.where, c.diff, c.cases) for c in cmp.causes)
+
+
+def _names(files: tuple[str, ...]) -> str:
+    quoted = [f"`{f}`" for f in files]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
+def uncited_note(cmp: Comparison) -> str:
+    """Under "not explained": the changed files no answer cites, named ("the change also touched
+    `agent/answers.json`, which no answer cites"); "" when every changed file is cited or nothing is unexplained.
+    Markdown: the file names are code spans."""
+    files = cmp.uncited_files
+    if not cmp.linked or not cmp.unexplained or not files:
+        return ""
+    shown = files[:MAX_UNCITED]
+    more = len(files) - len(shown)
+    names = _names(shown) + (f" and {more} more file{'s' * (more != 1)}" if more else "")
+    if len(files) < len(cmp.changed_files):
+        return f"The change also touched {names}, which no answer cites."
+    return f"The change touched only {names}, which no answer cites."
 
 
 def case_causes(cmp: Comparison, change: CaseChange) -> tuple[CauseView, ...]:

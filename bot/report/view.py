@@ -9,7 +9,7 @@ from typing import Literal
 
 from bot.base.results import STATUSES, Counts, RunMeta, RunResult
 from bot.compare.comparison import TRANSITIONS, Comparison, RateDelta
-from bot.report.explain import CauseView, cause_views
+from bot.report.explain import CauseView, cause_views, uncited_note
 from bot.report.rows import CaseRow, row_from_case, row_from_change, rows_from_comparison
 
 LABELS = {
@@ -103,6 +103,7 @@ class ReportView:
     linked: bool = False  # the comparison knew the diff: `causes` and `unexplained` are meaningful
     causes: tuple[CauseView, ...] = ()
     unexplained: tuple[str, ...] = ()  # regressed, and no KB line their answers used was changed
+    uncited: str = ""  # under "not explained": the changed files no answer cites, in Markdown (explain.py)
 
     @property
     def omitted(self) -> int:
@@ -174,6 +175,7 @@ def view_comparison(cmp: Comparison, *, sections: tuple[str, ...] | None = None)
         linked=cmp.linked,
         causes=cause_views(cmp),
         unexplained=cmp.unexplained,
+        uncited=uncited_note(cmp),
     )
 
 

@@ -1,7 +1,9 @@
 """A run from a typed request: find the config, select the cases, build the agent in its sandbox, provision
 PostgreSQL, evaluate, and keep what the run says besides its cases (the LLM usage of its agent and judge). Then
 what its exit code is (`run_exit`): a bug, an agent that failed on every case (a broken setup, not a 0% pass rate),
-a pass rate under the floor. `sqlcanary run`, `rescore` and the Action's sweep call it; how it is shown is theirs."""
+an invalid case (a gold that does not run is bad input), a run `--exitfirst` stopped, errored cases under
+`--fail-on-errored`, a pass rate under the floor. `sqlcanary run`, `rescore` and the Action's sweep call it; how it
+is shown is theirs. `--last-failed` and `--exitfirst` are decided here too (bot.run.rerun picks the cases)."""
 
 from __future__ import annotations
 
@@ -11,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from bot.agents.sandbox import agent_sandbox
-from bot.base.errors import EXIT_BUG, EXIT_GATE, EXIT_OK, AgentError
-from bot.base.results import RunResult, write_run
+from bot.base.errors import EXIT_BAD_INPUT, EXIT_BUG, EXIT_GATE, EXIT_OK, AgentError
+from bot.base.results import CaseResult, RunResult, read_run, write_run
 from bot.base.settings import Settings
-from bot.config.model import database_url, find_config
-from bot.db.provision import provision
+from bot.config.model import find_config
 from bot.run.request import RunRequest
+from bot.run.rerun import FirstFailure, RunInterrupted, Stopper, last_failed_request
 from bot.run.runner import run_suite
+from bot.run.server import provision_server
 from bot.run.setup import choose_agent, run_options, suite_and_cases
 
 DEFAULT_OUT = "sqlcanary-results/run.json"
@@ -28,6 +31,7 @@ Say = Callable[[str], None]
 class Evaluated:
     run: RunResult
     out: Path  # where the RunResult was written
+    stopped_at: CaseResult | None = None  # `--exitfirst`: the case that stopped the run
 
 
 def evaluate_request(
@@ -41,17 +45,15 @@ def evaluate_request(
     progress display the runner updates (it must have `close()`)."""
     req = req.anchored()
     config = find_config(req.config, req.suite, cwd=req.folder)
-    suite, cases = suite_and_cases(req, config)
     out = Path(req.out or (str(config.path(config.out)) if config.out else req.folder / DEFAULT_OUT))
+    if req.last_failed:
+        req = last_failed_request(req, out, say=say)
+    suite, cases = suite_and_cases(req, config)
     choice = choose_agent(req, config, cwd=str(req.folder))
     with agent_sandbox(choice.spec) as (sandbox, isolation):
         opts = replace(run_options(req, config, choice, suite, settings, out=out), sandbox=isolation)
         agent = choice.start(settings, sandbox)
-        server = provision(
-            dsn=database_url(req.dsn, config, settings.database_url),
-            mode=req.postgres or config.postgres,
-            cache_dir=settings.embedded_dir,
-        )
+        server = provision_server(req.dsn, config, settings, req.postgres)
         shard = f" in shard {opts.shard}" if opts.shard else ""
         boxed = f", agent sandbox {opts.sandbox}" if opts.sandbox else ""
         say(
@@ -59,18 +61,29 @@ def evaluate_request(
             f"PostgreSQL {server.version} ({server.kind}), {opts.jobs} worker(s){boxed}"
         )
         shown = progress(len(cases)) if progress else None
+        stopper = Stopper(shown) if req.exitfirst else None
+        stopped = None
         try:
-            run = run_suite(suite, cases, agent, server, opts, progress=shown)
+            if stopper is None:
+                run = run_suite(suite, cases, agent, server, opts, progress=shown)
+            else:
+                run = run_suite(suite, cases, stopper.agent(agent), server, opts, progress=stopper)
+        except FirstFailure as exc:  # the runner wrote what was finished to `out` before it let go
+            run, stopped = read_run(out), (stopper.first if stopper and stopper.first else exc.result)
+        except KeyboardInterrupt as exc:
+            raise RunInterrupted(out) from exc
         finally:
             if shown is not None:
                 shown.close()
         run = with_llm_usage(run, agent, out, judge=opts.judge)
-    return Evaluated(run=run, out=out)
+    return Evaluated(run=run, out=out, stopped_at=stopped)
 
 
 def run_exit(done: Evaluated, req: RunRequest, *, say: Say = lambda _: None) -> int:
-    """The exit code of a finished run: 3 when a case hit a bug, exit 2 (AgentError) when the agent failed on
-    every case, 1 under `--min-pass-rate`, else 0; `say` gets the line that explains a non-zero code."""
+    """The exit code of a finished run: 3 when a case hit a bug; 2 (AgentError) when the agent failed on every
+    case; 2 when a case is invalid (its gold does not run: bad input), unless `allow_invalid`; 1 when
+    `--exitfirst` stopped the run, when a case errored under `--fail-on-errored`, or under `--min-pass-rate`;
+    else 0. `say` gets the lines that explain a non-zero code."""
     run = done.run
     bugs = [c.id for c in run.cases if c.error_class == "internal_error"]
     if bugs:
@@ -79,6 +92,29 @@ def run_exit(done: Evaluated, req: RunRequest, *, say: Say = lambda _: None) -> 
     failed_agent = agent_failure(run)
     if failed_agent:
         raise AgentError(f"{failed_agent}; the results are in {done.out}")
+    invalid = [c for c in run.cases if c.status == "invalid"]
+    if invalid and not req.allow_invalid:
+        for c in invalid[:10]:
+            where = f"{c.source}: " if c.source else ""
+            say(f"sqlcanary: error: {where}case {c.id} is invalid: {c.reason}")
+        more = f" (and {len(invalid) - 10} more)" if len(invalid) > 10 else ""
+        say(
+            f"sqlcanary: {len(invalid)} case(s) invalid{more}: a gold that does not run judges nothing and is left "
+            f"out of the pass rate; fix the case (or pass --allow-invalid to only report it); results in {done.out}"
+        )
+        return EXIT_BAD_INPUT
+    if done.stopped_at is not None:
+        c = done.stopped_at
+        say(
+            f"sqlcanary: stopped at the first case that did not pass (--exitfirst): {c.id} {c.status}; "
+            f"the {len(run.cases)} case(s) finished are in {done.out}"
+        )
+        return EXIT_GATE
+    errored = [c.id for c in run.cases if c.status == "errored"]
+    if errored and req.fail_on_errored:
+        more = f" and {len(errored) - 10} more" if len(errored) > 10 else ""
+        say(f"sqlcanary: {len(errored)} case(s) errored (--fail-on-errored): {', '.join(errored[:10])}{more}")
+        return EXIT_GATE
     if req.min_pass_rate is not None:
         rate = run.summary.pass_rate or 0.0
         if rate < req.min_pass_rate:

@@ -12,8 +12,8 @@ from bot.base.errors import ConfigError
 from bot.db.provision import Mode
 
 # RunRequest fields a `check` hands on to both trees' `sqlcanary run` as `--flag VALUE` / `--flag`.
-_VALUE_FLAGS = ("agent", "agent_timeout", "jobs", "preset", "statement_timeout", "row_cap", "repeat")
-_SWITCHES = ("persistent", "no_answer_cache", "quiet")
+_VALUE_FLAGS = ("agent", "agent_timeout", "jobs", "preset", "statement_timeout", "row_cap", "repeat", "shard")
+_SWITCHES = ("persistent", "no_answer_cache", "quiet", "verbose")
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,14 @@ class RunRequest:
     min_pass_rate: float | None = None
     out: str | None = None
     quiet: bool = False
+    verbose: bool = False  # a line per case as it finishes
+    # pytest's habits: errored cases fail the run (exit 1); only the cases that did not pass in the RunResult at
+    # `out` (`--last-failed`); stop at the first case that does not pass (`--exitfirst`). An invalid case (a gold
+    # that does not run) fails the run (exit 2) unless `allow_invalid`.
+    fail_on_errored: bool = False
+    last_failed: bool = False
+    exitfirst: bool = False
+    allow_invalid: bool = False
     # The folder the paths above are relative to, and where a config is looked for (None: the current folder).
     # The Action gives its working directory here instead of changing the process's current folder.
     cwd: str | None = None
@@ -93,4 +101,4 @@ class RunRequest:
         for case_id in self.ids:
             argv += ["--id", case_id]
         argv += [f"--{name.replace('_', '-')}" for name in _SWITCHES if getattr(self, name)]
-        return argv
+        return [*argv, "--allow-invalid"]  # the check's gate judges invalid cases (gate.allow_invalid)

@@ -25,7 +25,7 @@ MAX_ROWS = 10_000  # rows of each side examined (the default row cap)
 SHOWN_COLUMNS = 2  # differing columns named in the message (details hold them all)
 SHOWN_VALUES = 3  # values shown for a missing or extra row
 SHOWN_KEY_COLUMNS = 4
-KEY_VALUE_WIDTH = 30
+KEY_VALUE_WIDTH = 80  # a key value names the row: whole up to here, then cut with an ellipsis
 MAX_NEAR = 50  # candidates tried for a row equal within the tolerance
 
 Kind = Literal["changed", "missing", "extra"]
@@ -82,7 +82,9 @@ class FirstDifference:
                 for n, (i, c, g, p) in enumerate(self.changes[:SHOWN_COLUMNS])
             ]
             more = len(self.changes) - SHOWN_COLUMNS
-            return "; ".join(parts) + (f"; and {more} more column(s)" if more > 0 else "")
+            return "; ".join(parts) + (
+                f"; and {more} more column{'' if more == 1 else 's'}" if more > 0 else ""
+            )
         values = ", ".join(f"{self._name(i, c, quote=True)} {v}" for i, c, v in self.values[:SHOWN_VALUES])
         values += ", …" if len(self.values) > SHOWN_VALUES else ""
         if min(self.copies) > 0:

@@ -67,7 +67,11 @@ def judge_check(outcome: CheckOutcome, *, gold: CheckOutcome | None) -> tuple[bo
     if chk.expect is True or chk.expect is False:
         want = bool(chk.expect)
         ok = len(rows) == 1 and len(rows[0]) == 1 and rows[0][0] is want
-        got = show(rows[0][0]) if len(rows) == 1 and len(rows[0]) == 1 else f"{len(rows)} row(s)"
+        got = (
+            show(rows[0][0])
+            if len(rows) == 1 and len(rows[0]) == 1
+            else f"{len(rows)} row{'' if len(rows) == 1 else 's'}"
+        )
         return ok, f"check {label} returned {got}, expected {str(want).lower()}"
     ok = _rows_match(chk.expect, rows)
     return (
@@ -96,6 +100,6 @@ def tcv_verdict(outcomes: list[CheckOutcome], *, gold: list[CheckOutcome] | None
         scorer="tcv",
         match=True,
         kind="checks_passed",
-        message=f"all {len(outcomes)} check(s) hold",
+        message="the check holds" if len(outcomes) == 1 else f"all {len(outcomes)} checks hold",
         details={"checks": len(outcomes)},
     )

@@ -243,14 +243,17 @@ def signature_value(v: Any) -> Any:
     return v
 
 
-def show(v: Any, limit: int = 60) -> str:
-    """A short, readable rendering of a value for messages."""
+SHOW_WIDTH = 100  # characters of a value a message shows whole; longer ones end in an ellipsis
+
+
+def show(v: Any, limit: int = SHOW_WIDTH) -> str:
+    """A readable rendering of a value for messages: whole up to `limit` characters, then cut with "…"."""
     if v is None:
         text = "NULL"
     elif isinstance(v, str):
         text = repr(v)
     elif isinstance(v, tuple):
-        text = "(" + ", ".join(show(x, 20) for x in v) + ")"
+        text = "(" + ", ".join(show(x, 40) for x in v) + ")"
     else:
         text = str(v)
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -186,6 +186,7 @@ def test_a_huge_cell_fails_with_the_byte_reason_and_is_never_fetched(tmp_path, p
         "--jobs",
         "1",
         "-q",
+        "--allow-invalid",  # the huge golds are invalid on purpose
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None

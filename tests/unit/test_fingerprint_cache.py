@@ -308,7 +308,7 @@ def test_config_reads_gate_and_cache_settings(tmp_path):
     path.write_text("gate:\n  max_regressions: -1\n")
     with pytest.raises(SqlcanaryError, match="gate.max_regressions") as err:
         load_config(path)
-    assert err.value.exit_code == 2 and err.value.line == 1
+    assert err.value.exit_code == 2 and err.value.line == 2  # the nested key's own line
     path.write_text("cache: {anwsers: false}\n")
     with pytest.raises(SqlcanaryError, match="anwsers"):
         load_config(path)
