@@ -25,20 +25,17 @@ from types import MappingProxyType
 from typing import Any, TextIO
 
 from bot.agents.sandbox import make_undumpable
-from bot.base.errors import EXIT_BUG, EXIT_OK, ConfigError, SqlcanaryError
+from bot.base.errors import EXIT_BUG, ConfigError, SqlcanaryError
 from bot.base.git import Git, repo_root
 from bot.base.secrets import secret_forms
 from bot.base.settings import Settings
-from bot.check.pipeline import CheckResult, run_baseline, run_check
-from bot.check.request import CheckRequest
 from bot.db.pgcache import kept_with_cache
+from bot.github.check_step import baseline_step, check_step, untrusted_why
 from bot.github.context import ActionContext
 from bot.github.event import EventContext, load_event
-from bot.github.gitfetch import ensure_commit, verify_checkout
 from bot.github.inputs import Mode, RunnerContext, read_inputs
 from bot.github.post_step import post_step
-from bot.github.publish import Publisher, outputs_of_check, outputs_of_run, write_untrusted_payload
-from bot.github.repair_flow import RepairStep, repair_step
+from bot.github.publish import Publisher
 from bot.github.runnerfiles import lock_runner_files
 from bot.github.sweep_step import sweep_leg_step, sweep_plan_step, sweep_report_step
 from bot.github.workflow import StepLog, add_mask, error, notice
@@ -215,7 +212,7 @@ def _action(
             "`sqlcanary repair`"
         )
     if not ctx.trusted:
-        why = _untrusted_why(ctx.event)
+        why = untrusted_why(ctx.event)
         log.command(
             notice(
                 f"{why}: sqlcanary evaluates only (no comment, no check run, no LLM key); the results and the "
@@ -237,79 +234,12 @@ def _action(
     if ctx.mode == "sweep-report":
         return sweep_report_step(ctx, run_settings, publisher, workdir=workdir, out_dir=out_dir)
     if ctx.mode == "check":
-        return _check(ctx, run_settings, publisher, git, out_dir, log)
-    if ctx.mode == "baseline":
-        return _baseline(ctx, run_settings, publisher, out_dir, log)
-    return _sweep(ctx, run_settings, publisher, out_dir)
-
-
-def _untrusted_why(event: EventContext) -> str:
-    return "a Dependabot pull request" if event.is_dependabot else "a pull request from a fork"
-
-
-def _check(
-    ctx: ActionContext, settings: Settings, publisher: Publisher, git: Git, out_dir: Path, log: StepLog
-) -> int:
-    base_sha = ctx.event.base_sha
-    if ctx.event.event_name != "pull_request" or not base_sha:
-        raise ConfigError("input `mode`: `check` needs a pull_request event (it compares the base commit)")
-    if ctx.event.head_sha:  # before any evaluation or write: the check run goes to the commit evaluated
-        verify_checkout(git, ctx.event.head_sha)
-    token = ctx.inputs.github_token if ctx.trusted else None
-    ensure_commit(git, base_sha, token=token, environ=settings.environ)
-    shard = ctx.inputs.shard  # one leg of a sharded check: base and head on this shard's cases only
-    repairing = ctx.inputs.repair and ctx.trusted and not shard
-    req = CheckRequest(
-        run=replace(_run_request(ctx, None), shard=shard),
-        base=base_sha,
-        out_dir=str(out_dir),
-        trust_head_config=False,
-        attribute_calls=ctx.inputs.repair_max_agent_calls if repairing else 0,
-        write_comment=False,  # rendered once, by the publisher, with the repair's line
-    )
-
-    def say(text: str) -> None:
-        log.say(f"sqlcanary: {text}")
-
-    result: CheckResult = run_check(req, settings, say=say)
-    if ctx.inputs.repair and not ctx.trusted:
-        say(f"no repair pull request for {_untrusted_why(ctx.event)}")
-    step = RepairStep(None)
-    if repairing:
-        step = repair_step(
-            ctx,
-            settings,
-            result,
-            make_github=publisher.make_github or (lambda _: None),
-            workdir=publisher.workdir,
-            repo=git.cwd,
-            say=say,
-            out_dir=out_dir,
+        return check_step(
+            ctx, run_settings, publisher, git=git, out_dir=out_dir, request=_run_request(ctx, None)
         )
-        if step.note:
-            say(step.note)
-    enforce = ctx.inputs.fail_on_regression
-    lead = f"**Repair:** {step.note}" if step.note else ""
-    if shard and ctx.inputs.comment == "off" and not ctx.inputs.check_run:
-        publisher = replace(publisher, make_github=None)  # a leg: its artifacts only, for the final job
-    publication = publisher.publish_check(result, enforce=enforce, lead=lead)
-    if not ctx.trusted or shard:  # for the job that posts it (mode: post)
-        write_untrusted_payload(out_dir, ctx, publication, result)
-    publisher.write_outputs({**outputs_of_check(result, out_dir), **step.outputs})
-    code = result.exit_code
-    return EXIT_OK if not enforce and result.comparison.verdict == "regressions" else code
-
-
-def _baseline(
-    ctx: ActionContext, settings: Settings, publisher: Publisher, out_dir: Path, log: StepLog
-) -> int:
-    req = CheckRequest(run=_run_request(ctx, None), out_dir=str(out_dir))
-    run, reused = run_baseline(req, settings, out=out_dir / "baseline.json")
-    what = "already cached" if reused else "evaluated and cached"
-    log.say(f"sqlcanary: baseline at {(run.meta.git_sha or '')[:12]} {what}")
-    publisher.publish_run(run, title="baseline")
-    publisher.write_outputs(outputs_of_run(run, out_dir / "baseline.json"))
-    return EXIT_OK
+    if ctx.mode == "baseline":
+        return baseline_step(run_settings, publisher, out_dir=out_dir, request=_run_request(ctx, None))
+    return _sweep(ctx, run_settings, publisher, out_dir)
 
 
 def _sweep(ctx: ActionContext, settings: Settings, publisher: Publisher, out_dir: Path) -> int:

