@@ -231,3 +231,10 @@ def test_decimal_values_are_whole_too() -> None:
     message = compare_tables(gold, pred, opts=TableOptions(), keys=lambda: ()).message
     assert "1435277.166666666667" in message and "1393687.516666666667" in message
     assert json.dumps(message)  # plain text
+
+
+def test_a_masked_secret_stays_three_stars_in_the_html_and_real_bold_still_renders():
+    from bot.report.mdhtml import md_inline_html
+
+    html = str(md_inline_html("the agent printed *** and ***; **bold** stays bold"))
+    assert html.count("***") == 2 and "<strong>bold</strong>" in html
