@@ -18,7 +18,7 @@ from bot.base.textfilters import clean
 
 _CODE = re.compile(r"(`+)(.+?)\1", re.S)
 # Bold that neither starts nor ends with `*`: a masked secret (`***`) stays as it is.
-_BOLD = re.compile(r"\*\*(?=[^\s*])(.+?)(?<=[^\s*])\*\*")
+_BOLD = re.compile(r"(?<!\*)\*\*(?=[^\s*])(.+?)(?<=[^\s*])\*\*(?!\*)")
 # After escaping: the link text, then an http(s) or in-page target without spaces, quotes or brackets.
 _LINK = re.compile(r"\[([^\]\n]+)\]\(((?:https?://|#)[^\s()<>]+)\)")
 _BREAK_AFTER = re.compile(r"([/\-_:])(?=.)")
