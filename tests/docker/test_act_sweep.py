@@ -143,14 +143,17 @@ def test_the_plan_fans_out_to_four_matrix_jobs(swept: Outcome) -> None:
     legs = swept.jobs("sweep")
     assert len(legs) == len(SETTINGS) * SHARDS, (legs, swept.run.text[-6000:])
     uploaded = sorted(p.name for p in swept.artifacts.glob("sweep-*") if p.name != "sweep-report")
-    assert uploaded == ["sweep-once-1", "sweep-once-2", "sweep-twice-1", "sweep-twice-2"], uploaded
+    assert uploaded == [f"sweep-{s}-{i}-of-{SHARDS}" for s in SETTINGS for i in range(1, SHARDS + 1)], (
+        uploaded
+    )
     for setting in SETTINGS:
         files = sorted(
             p.relative_to(swept.artifacts).as_posix()
             for p in swept.artifacts.glob(f"sweep-{setting}-*/**/*.json")
         )
         assert files == [
-            f"sweep-{setting}-{i}/sweep/{setting}/shard-{i}-of-{SHARDS}.json" for i in range(1, SHARDS + 1)
+            f"sweep-{setting}-{i}-of-{SHARDS}/sweep/{setting}/shard-{i}-of-{SHARDS}.json"
+            for i in range(1, SHARDS + 1)
         ], files
 
 
