@@ -25,14 +25,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _shown(path: str | Path, cwd: Path) -> str:
-    """A path relative to the current folder when the two share more than the filesystem's root (`../sqlcanary.yml`
-    from a subfolder of the project), else absolute."""
+    """A path relative to the current folder when it is inside it, or in a folder above it (`../sqlcanary.yml`
+    from a subfolder of the project), else absolute: the same output wherever the current folder happens to be."""
     p = Path(path).resolve()
     try:
-        near = Path(os.path.commonpath([p, cwd])) != Path(p.anchor)
-        return os.path.relpath(p, cwd) if near else str(p)
+        if p.is_relative_to(cwd) or cwd.is_relative_to(p.parent):
+            return os.path.relpath(p, cwd)
     except (OSError, ValueError):  # another drive
         return str(path)
+    return str(p)
 
 
 def _line(problem: Problem, cwd: Path) -> str:

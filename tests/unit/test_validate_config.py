@@ -147,3 +147,15 @@ def test_validate_takes_the_config_s_folder(tmp_path: Path, capsys: pytest.Captu
     assert main(["validate", str(tmp_path / "proj")]) == EXIT_OK
     assert main(["validate", str(tmp_path / "nothing-here.yml")]) == EXIT_BAD_INPUT
     assert "no such config file" in capsys.readouterr().err
+
+
+def test_paths_are_shown_relative_only_inside_or_above_the_current_folder(tmp_path: Path) -> None:
+    """The same output wherever the current folder is: a sibling tree is named absolutely, never `../../x`."""
+    from bot.commands.validate import _shown
+
+    project = tmp_path / "project"
+    (project / "sub").mkdir(parents=True)
+    assert _shown(project / "sqlcanary.yml", project / "sub") == "../sqlcanary.yml"
+    assert _shown(project / "sub" / "cases.yml", project) == "sub/cases.yml"
+    elsewhere = tmp_path / "other" / "sqlcanary.yml"
+    assert _shown(elsewhere, project / "sub") == str(elsewhere.resolve())
