@@ -187,6 +187,7 @@ class RunMeta(FrozenModel):
     # The agent's isolation: "uid 61234" (run as that unprivileged user, bot.agents.sandbox) or "off: <why>".
     # None (not written): an agent that runs no process of the PR's, or a run from before the field existed.
     sandbox: str | None = None
+    perturb: int | None = None  # the most perturbed copies a case of the run was checked on (`--perturb K`)
     setting: RunSetting | None = None  # a sweep leg's setting (bot.sweep); not written for other runs
 
     @model_serializer(mode="wrap")

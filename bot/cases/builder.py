@@ -15,6 +15,7 @@ from bot.cases.model import READ_ONLY_CATEGORIES, Case, Category, Check, Efficie
 
 CASE_KEYS = {
     "id",
+    "perturb",
     "question",
     "gold_sql",
     "expected_sql",
@@ -114,6 +115,8 @@ def build_case(
             compare=compare,
             efficiency=efficiency,
             source=f"{path}:{line}",
+            perturb=raw.get("perturb"),
+            perturb_default=defaults.get("perturb_default"),
         )
     except (TypeError, ValidationError) as exc:
         field = first_loc(exc)

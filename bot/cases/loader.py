@@ -23,7 +23,7 @@ from bot.cases.model import Case, Suite, SuiteSettings
 
 SUITE_FILE_NAMES = ("suite.yml", "suite.yaml")
 SUITE_KEYS = {"name", "databases", "defaults", "cases", "description"}
-DEFAULT_KEYS = {"db", "tags", "category", "compare", "statement_timeout", "row_cap"}
+DEFAULT_KEYS = {"db", "tags", "category", "compare", "statement_timeout", "row_cap", "perturb"}
 
 
 def _read_cases(
@@ -63,6 +63,8 @@ def _read_defaults(doc: LineDict, *, path: str) -> tuple[dict[str, Any], SuiteSe
     except (TypeError, ValidationError) as exc:
         raise CaseFileError(f"defaults: {first_error(exc)}", path=path, line=doc.line_of("defaults")) from exc
     case_defaults = {k: raw[k] for k in ("db", "tags", "category", "compare") if k in raw}
+    if "perturb" in raw:
+        case_defaults["perturb_default"] = raw["perturb"]
     return case_defaults, suite_settings
 
 

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from bot.base.results import FrozenModel
+from bot.config.model import MAX_PERTURB
 from bot.config.presets import check_preset
 
 Category = Literal["query", "personalization", "management", "efficiency"]
@@ -80,6 +81,10 @@ class Case(FrozenModel):
     compare: CompareOptions = CompareOptions()
     efficiency: Efficiency | None = None
     source: str = ""
+    # `perturb: K` on the case (wins over `--perturb`) and `defaults: {perturb: K}` (loses to it): the number of
+    # perturbed copies of the database the case must also agree on (bot/run/perturbed.py). None: not set.
+    perturb: int | None = Field(default=None, ge=0, le=MAX_PERTURB)
+    perturb_default: int | None = Field(default=None, ge=0, le=MAX_PERTURB)
 
     @field_validator("id")
     @classmethod
@@ -95,6 +100,16 @@ class Case(FrozenModel):
             and self.efficiency is not None
             and self.efficiency.explain_sql is None
         )
+
+    def perturb_copies(self, run_level: int | None) -> int:
+        """How many perturbed copies this case runs on: its own `perturb`, else the run's `--perturb`, else the
+        defaults'. Only query cases are perturbed (writes and efficiency cases are out of scope)."""
+        if self.category not in READ_ONLY_CATEGORIES:
+            return 0
+        for k in (self.perturb, run_level, self.perturb_default):
+            if k is not None:
+                return k
+        return 0
 
     def agent_payload(self) -> dict[str, Any]:
         """What an agent is told about the case: never the gold."""

@@ -102,9 +102,9 @@ class BaseKey:
 def base_run_key(
     req: RunRequest, tree: Tree, repo: Path, server: Server, settings: Settings
 ) -> BaseKey | None:
-    """(base sha, config file, suite, fixtures, agent and KB fingerprints, repeats, preset, case selection,
-    evaluator and sqlcanary versions); None when the agent's answers may change with nothing here changing (a
-    remote agent, or one whose inputs cannot be fingerprinted): its base run is then never reused."""
+    """(base sha, config file, suite, fixtures, agent and KB fingerprints, repeats, perturbed copies, preset, case
+    selection, evaluator and sqlcanary versions); None when the agent's answers may change with nothing here
+    changing (a remote agent, or one whose inputs cannot be fingerprinted): its base run is then never reused."""
     treq = tree_request(req, tree, repo, relative=False)
     suite, cases = suite_and_cases(treq, tree.config)
     choice = choose_agent(treq, tree.config, cwd=str(tree.cwd))
@@ -122,6 +122,7 @@ def base_run_key(
             "agent": agent_fp,
             "kb": kb_fp,
             "repeats": req.repeat,
+            "perturb": req.perturb if req.perturb is not None else tree.config.perturb,
             "preset": req.preset or tree.config.preset,
             "cases": [c.id for c in cases],
             "statement_timeout": req.statement_timeout or tree.config.statement_timeout,

@@ -146,6 +146,7 @@ def _run_request(ctx: ActionContext, out: str | None) -> RunRequest:
         suite=i.suite,
         config=i.config,
         repeat=i.repeat,
+        perturb=i.perturb,
         dsn=i.database_url,
         out=out,
         quiet=True,

@@ -46,6 +46,13 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--row-cap", type=int, help="rows fetched per query before a result counts as truncated")
     p.add_argument("--repeat", type=int, metavar="K", help="ask the agent K times per case (flaky agents)")
     p.add_argument(
+        "--perturb",
+        type=int,
+        metavar="K",
+        help="also run each query case on K perturbed copies of its database: a pass means the same rows on "
+        "the real data and on every copy (default: the suite's `perturb`, else 0)",
+    )
+    p.add_argument(
         "--no-answer-cache",
         action="store_true",
         help="always ask the agent (default: reuse answers whose agent, KB and case are unchanged)",

@@ -9,7 +9,8 @@ A comparison judges the change between two commits, so everything else must be h
   runs with fixtures and no database in common hold different data altogether;
 - a different case selection: `--tags` / `--id` filters (meta.filters) or `--shard`. A subset against the
   whole suite would call every case it left out "removed", or hide them;
-- a different preset, evaluator version or RunResult schema version: answers judged by different rules.
+- a different preset, evaluator version, `--perturb` or RunResult schema version: answers judged by different
+  rules.
 
 What only gets a warning, because the verdict still means the same thing: a different number of repeats (the
 common attempts are paired), another PostgreSQL major version, an incomplete run (the cases it did not reach
@@ -50,6 +51,11 @@ def incomparable_reasons(base: RunResult, head: RunResult) -> list[str]:
     if b.preset != h.preset:
         reasons.append(
             f"preset `{b.preset}` in base, `{h.preset}` in head: answers were judged by different rules"
+        )
+    if (b.perturb or 0) != (h.perturb or 0):
+        reasons.append(
+            f"perturbed copies: {b.perturb or 0} in base, {h.perturb or 0} in head (`--perturb`): a pass on more "
+            "copies is a stricter verdict"
         )
     return reasons
 

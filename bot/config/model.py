@@ -29,6 +29,9 @@ KB_SUFFIXES = (".yaml", ".yml", ".sql", ".md")
 NEVER_WRITTEN_DIRS = (".git", ".github", ".sqlcanary")
 
 
+MAX_PERTURB = 16  # perturbed copies a case may ask for (`--perturb`, `perturb:`)
+
+
 class AgentConfig(FrozenModel):
     spec: str
     timeout: float = Field(default=120.0, gt=0)
@@ -65,6 +68,7 @@ class Config(FrozenModel):
     jobs: int | None = Field(default=None, ge=1, le=64)
     statement_timeout: str | int | None = None
     row_cap: int | None = Field(default=None, gt=0)
+    perturb: int | None = Field(default=None, ge=0, le=MAX_PERTURB)
     preset: str | None = None
     out: str | None = None
     kb: KBConfig = KBConfig()

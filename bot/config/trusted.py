@@ -29,6 +29,7 @@ _BASE_ONLY = (
     "jobs",
     "statement_timeout",
     "row_cap",
+    "perturb",
     "preset",
     "out",
     "kb",

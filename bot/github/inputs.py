@@ -17,6 +17,7 @@ from pydantic import Field, ValidationError, field_validator
 
 from bot.base.errors import ConfigError
 from bot.base.results import FrozenModel
+from bot.config.model import MAX_PERTURB
 
 Mode = Literal["check", "baseline", "repair", "sweep", "sweep-plan", "sweep-report", "post"]
 # What the action writes to GITHUB_OUTPUT (action.yml declares the same names).
@@ -55,6 +56,7 @@ class ActionInputs(FrozenModel):
     comment: Literal["sticky", "off"] = "sticky"
     check_run: bool = True
     repeat: int = Field(default=1, ge=1, le=50)
+    perturb: int | None = Field(default=None, ge=0, le=MAX_PERTURB)
     shard: str | None = None
     comment_key: str | None = Field(default=None, max_length=100)
     cache_dir: str = ".sqlcanary/cache"

@@ -12,6 +12,7 @@ from bot.cases.model import Case, CompareOptions
 from bot.db.session import ConnectionLost, Session
 from bot.run.evaluate import evaluate_case
 from bot.run.evaluation import Evaluation, ScratchFactory
+from bot.run.perturbed import Copies, with_perturbation
 
 
 def _combine_alternatives(evs: list[Evaluation]) -> Evaluation:
@@ -39,9 +40,12 @@ def judge_answer(
     structural: bool,
     judge: Callable[[Case, str], Verdict] | None,
     schemas: dict[str, Any],
+    copies: Copies | None = None,
+    perturb: int = 0,
 ) -> Evaluation:
     """The answer's Evaluation. Failing cases get the structural verdict (`structural`: passing ones too) and
-    the `judge`'s (`--llm-judge`); `schemas` caches each database's schema for the structural scorer."""
+    the `judge`'s (`--llm-judge`); `schemas` caches each database's schema for the structural scorer. A query
+    case that passed is checked on `perturb` of its database's perturbed `copies` (bot/run/perturbed.py)."""
     sqls = answer.alternatives or (answer.sql or "",)
     try:
         evs = [evaluate_case(case, s, session, options=options, scratch=scratch) for s in sqls]
@@ -49,6 +53,8 @@ def judge_answer(
         session.reset()  # one retry on a fresh connection, then the run stops
         evs = [evaluate_case(case, s, session, options=options, scratch=scratch) for s in sqls]
     ev = _combine_alternatives(evs) if len(evs) > 1 else evs[0]
+    if case.category != "management":
+        ev = with_perturbation(ev, case, tuple(sqls), session, options, copies, perturb)
     if ev.status == "failed" or (structural and ev.status == "passed"):
         sv = _structural(case, answer.sql, session, schemas)
         if sv is not None:

@@ -97,7 +97,7 @@ def _runs(session: Session, gold_sql: str, n_keys: int, n_rows: int) -> tuple[in
     return tuple(runs)
 
 
-def _order_check(
+def order_check(
     session: Session, gold_sql: str, gold_rows, columns, options: CompareOptions
 ) -> OrderCheck | None:
     info = wants_order(gold_sql, options)
@@ -119,6 +119,12 @@ def _order_check(
     return OrderCheck(key_positions=positions, tie_cut=tie_cut)
 
 
+def as_compared(sql_text: str, options: CompareOptions) -> str:
+    """A gold or prediction as it is run: without DISTINCT under `strip_distinct` (and the test-suite preset)."""
+    strip = bool(options.strip_distinct) or options.preset == "test_suite"
+    return without_distinct(sql_text) if strip else sql_text
+
+
 def _compare_alternatives(
     case: Case, session: Session, pred_text: str, options: CompareOptions
 ) -> tuple[dict[str, Verdict], Outcome | None]:
@@ -127,11 +133,9 @@ def _compare_alternatives(
     pred: Outcome | None = None
     gold_errors: list[str] = []
     multi = len(case.gold_sql) > 1
-    strip = bool(options.strip_distinct) or options.preset == "test_suite"
-    if strip:
-        pred_text = without_distinct(pred_text)
+    pred_text = as_compared(pred_text, options)
     for idx, gold_sql in enumerate(case.gold_sql):
-        gold_sql = without_distinct(gold_sql) if strip else gold_sql
+        gold_sql = as_compared(gold_sql, options)
         gold = session.fetch(gold_sql, untrusted=False, savepoint=multi)
         if not gold.ok:
             gold_errors.append(f"gold #{idx + 1}: {gold.error}")
@@ -145,7 +149,7 @@ def _compare_alternatives(
                     )
                 }, pred
         assert gold.result is not None and pred.result is not None
-        order = _order_check(session, gold_sql, gold.result.rows, gold.result.columns, options)
+        order = order_check(session, gold_sql, gold.result.rows, gold.result.columns, options)
         verdict = judge_results(
             gold.result,
             pred.result,

@@ -9,10 +9,21 @@ from pathlib import Path
 from typing import Any
 
 from bot.base.errors import ConfigError
+from bot.config.model import MAX_PERTURB
 from bot.db.provision import Mode
 
 # RunRequest fields a `check` hands on to both trees' `sqlcanary run` as `--flag VALUE` / `--flag`.
-_VALUE_FLAGS = ("agent", "agent_timeout", "jobs", "preset", "statement_timeout", "row_cap", "repeat", "shard")
+_VALUE_FLAGS = (
+    "agent",
+    "agent_timeout",
+    "jobs",
+    "preset",
+    "statement_timeout",
+    "row_cap",
+    "repeat",
+    "shard",
+    "perturb",
+)
 _SWITCHES = ("persistent", "no_answer_cache", "quiet", "verbose")
 
 
@@ -34,6 +45,7 @@ class RunRequest:
     statement_timeout: str | None = None
     row_cap: int | None = None
     repeat: int = 1
+    perturb: int | None = None  # `--perturb K`: perturbed copies each query case must also agree on
     shard: str | None = None
     no_answer_cache: bool = False
     structural: bool = False
@@ -56,6 +68,8 @@ class RunRequest:
     def __post_init__(self) -> None:
         if self.repeat < 1:
             raise ConfigError("--repeat must be at least 1")
+        if self.perturb is not None and not 0 <= self.perturb <= MAX_PERTURB:
+            raise ConfigError(f"--perturb must be between 0 and {MAX_PERTURB}")
         if self.jobs is not None and self.jobs < 1:
             raise ConfigError("--jobs must be at least 1")
 

@@ -34,6 +34,7 @@ from bot.run.cache import AnswerCache, AnswerSource
 from bot.run.case_judge import judge_answer
 from bot.run.case_results import case_result, combine_attempts
 from bot.run.evaluation import Evaluation
+from bot.run.perturb_setup import copies_wanted, perturbed_copies
 from bot.scoring.execution import resolve_options
 
 SAVE_EVERY_S = 5.0
@@ -51,6 +52,8 @@ class RunOptions:
     out: Path | None = None
     filters: dict = field(default_factory=dict)
     repeats: int = 1  # `--repeat K`: answers per case
+    perturb: int | None = None  # `--perturb K` (a case's own `perturb` wins; bot/run/perturbed.py)
+    perturb_rankings: Path | None = None  # where each gold's ranking of its perturbed copies is kept
     shard: str | None = None  # "I/N": recorded in meta; the caller selects the shard's cases
     agent_fingerprint: str = ""
     kb_fingerprint: str = ""
@@ -152,11 +155,18 @@ def run_suite(
             agent_calls=source.calls,
             cache_hits=source.hits,
             sandbox=opts.sandbox,
+            perturb=max(wanted.values(), default=0) or None,
         )
         return RunResult(meta=meta, summary=summarize(done), cases=tuple(done))
 
     saver = _Saver(opts.out, make)
-    with working_databases(server, used_dbs) as dbs:
+    wanted = copies_wanted(cases, opts.perturb)
+    with (
+        working_databases(server, used_dbs) as dbs,
+        perturbed_copies(
+            server, suite, dbs, wanted, timeout_ms=timeout_ms, row_cap=row_cap, rankings=opts.perturb_rankings
+        ) as copies,
+    ):
         fingerprints.update({k: v.fingerprint for k, v in dbs.items()})
         workers = _Workers(dbs, timeout_ms=timeout_ms, row_cap=row_cap)
         scratch = scratch_factory(server, dbs, timeout_ms=timeout_ms, row_cap=row_cap)
@@ -175,6 +185,8 @@ def run_suite(
                     structural=opts.structural,
                     judge=opts.judge,
                     schemas=schemas,
+                    copies=copies,
+                    perturb=case.perturb_copies(opts.perturb),
                 )
             except ConnectionLost:
                 raise

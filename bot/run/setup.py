@@ -167,6 +167,8 @@ def run_options(
         out=out,
         filters=req.filters,
         repeats=req.repeat,
+        perturb=req.perturb if req.perturb is not None else config.perturb,
+        perturb_rankings=settings.cache_dir / "perturb-rankings.json",
         shard=str(parse_shard(req.shard)) if req.shard else None,
         agent_fingerprint=agent_fp or "",
         kb_fingerprint=kb_fp,

@@ -13,7 +13,7 @@ from bot.cli import main
 from bot.config.model import Config, config_near, find_config, load_config, read_config
 
 SUITE = Path(__file__).resolve().parents[1] / "fixtures" / "suites" / "single" / "single.yml"
-KNOWN_TOP = "agent, cache, dsn, gate, jobs, kb, llm, out, postgres, preset, row_cap, statement_timeout, suite"
+KNOWN_TOP = "agent, cache, dsn, gate, jobs, kb, llm, out, perturb, postgres, preset, row_cap, statement_timeout, suite"
 
 THREE_TYPOS = f"""suite: {SUITE}
 agnet: gold
