@@ -22,7 +22,7 @@ from bot.db.perturb_changes import Change, apply_changes
 from bot.db.provision import Server
 from bot.db.templates import Database, admin_connect, clone_database, drop_database, runner_dsn
 
-PERTURB_VERSION = "1"  # bump when the way copies are made changes
+PERTURB_VERSION = "6"  # bump when the way copies are made changes
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ admin, since the gold comes from the pull request.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import psycopg2
@@ -40,21 +41,32 @@ class Change:
     column: str | None = None
     value: str | None = None
     where: str | None = None  # rows worth changing: the gold's other conditions on this table
-    rows: int = 2
+    rows: int = 1  # one row: the least change that moves a boundary, and the rest of the data stays as it was
+    # set/null/tie/period: change the picked rows themselves, rather than add changed copies of them (a real row
+    # then leaves the gold's result, or a group loses its last row of a kind)
+    in_place: bool = False
 
-    def describe(self) -> str:
-        target = f"{self.table}.{self.column}" if self.column else self.table
-        what = {
-            "set": f"{target} = {self.value}",
-            "null": f"{target} = NULL",
-            "tie": f"{target} tied at its {self.value}",
-            "period": f"{target} at the {str(self.value).replace('_', ' ')} of its period",
-            "duplicate": f"duplicate rows of {target}",
-            "orphan": f"rows of {self.table} whose {self.column} has no partner",
-        }[self.action]
-        return f"{what} ({self.rows} row{'s' if self.rows != 1 else ''}" + (
-            f" where {self.where})" if self.where else ")"
+    def describe(self, *, added: bool = False) -> str:
+        """In words: `added` when the change was made on copies of rows (the real rows left as they were)."""
+        rows = f"{self.rows} row{'s' if self.rows != 1 else ''}" + (
+            f" where {self.where}" if self.where else ""
         )
+        target = f"{self.table}.{self.column}" if self.column else self.table
+        value = {
+            "set": f"= {self.value}",
+            "null": "NULL",
+            "tie": f"tied at its {self.value}",
+            "period": f"at the {str(self.value).replace('_', ' ')} of its period",
+        }.get(self.action, "")
+        if self.action == "duplicate":
+            return f"duplicates of {rows} of {self.table}"
+        if self.action == "orphan":
+            how = "NULL" if self.value == "null" else "without a partner"
+            how += " (its text made new)" if self.value == "distinct" else ""
+            return f"copies of {rows} of {self.table} with {self.column} {how}"
+        if added:
+            return f"copies of {rows} of {self.table} with {self.column} {value}"
+        return f"{target} {value} on {rows}"
 
 
 @dataclass(frozen=True)
@@ -62,7 +74,9 @@ class Column:
     name: str
     type: str
     not_null: bool
-    generated: bool  # identity, serial or GENERATED: left to its default in an INSERT
+    generated: (
+        bool  # GENERATED ALWAYS AS (...): never written; identity and serial columns are (fresh when keys)
+    )
     unique: bool
 
 
@@ -74,11 +88,10 @@ def _columns(cur: Any, table: str) -> dict[str, Column] | None:
     oid = row[0]
     cur.execute(
         "SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,"
-        " a.attidentity <> '' OR a.attgenerated <> '' OR coalesce(pg_get_expr(d.adbin, d.adrelid) LIKE"
-        " 'nextval(%%', false),"
+        " a.attgenerated <> '',"
         " EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisunique"
         "         AND i.indnkeyatts = 1 AND i.indkey[0] = a.attnum)"
-        " FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum"
+        " FROM pg_attribute a"
         " WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
         (oid,),
     )
@@ -98,42 +111,67 @@ def _picked(table: sql.Composable, where: str | None, rows: int, seed: str) -> s
 
 
 def _fresh(col: Column, table: sql.Composable, n: str) -> sql.Composable | None:
-    """A value of `col` no existing row holds (for keys and join columns), or None for types without one."""
+    """A value of `col` no existing row holds (for keys and join columns), or None for types without one. Text
+    keeps its beginning (so a pattern the gold filters on still matches) within the column's length. `n` is an
+    SQL expression unique per row and change (_salted): two changes' new keys never meet by accident."""
     ident = sql.Identifier(col.name)
-    if col.type in _INTEGER:
-        return sql.SQL("(SELECT coalesce(max({c}), 0) FROM {t}) + 1000 + {n}").format(
-            c=ident, t=table, n=sql.SQL(n)
-        )
+    if col.type in _INTEGER or col.type.startswith("numeric") or col.type in ("double precision", "real"):
+        return sql.SQL("(SELECT coalesce(max({c}), 0) FROM {t}) + {n}").format(c=ident, t=table, n=sql.SQL(n))
     if col.type in _TEXT or col.type.startswith("character"):
-        return sql.SQL("left({c}, 40) || '~' || {n}::text").format(c=ident, n=sql.SQL(n))
-    if col.type in ("numeric", "double precision", "real") or col.type.startswith("numeric"):
-        return sql.SQL("(SELECT coalesce(max({c}), 0) FROM {t}) + 1000 + {n}").format(
-            c=ident, t=table, n=sql.SQL(n)
+        m = re.search(r"\((\d+)\)", col.type)
+        width = int(m.group(1)) if m else 44
+        suffix = sql.SQL("'~' || lpad(({n} % 1000)::text, 3, '0')").format(n=sql.SQL(n))
+        return sql.SQL("left({c}, {keep}) || {suffix}").format(
+            c=ident, keep=sql.Literal(max(width - 4, 0)), suffix=suffix
         )
     return None
 
 
+def _salted(seed: str) -> str:
+    """1000 + 10 x the change's position in its copy + the row's number: fresh keys apart per change."""
+    position = int(seed.rsplit(":", 1)[-1]) if seed.rsplit(":", 1)[-1].isdigit() else 0
+    return f"({1000 + 10 * position} + row_number() OVER ())"
+
+
 def _insert_copies(
-    cur: Any, change: Change, cols: dict[str, Column], table: sql.Composable, seed: str, orphan: str | None
+    cur: Any,
+    change: Change,
+    cols: dict[str, Column],
+    table: sql.Composable,
+    seed: str,
+    overrides: dict[str, sql.Composable | None],
+    *,
+    distinct_text: bool = False,
 ) -> int:
+    """INSERT copies of the picked rows: generated columns left out, single-column keys made fresh (a serial's
+    sequence may lag behind rows a fixture inserted with their ids, so keys are never left to it),
+    `overrides` set (None: left to its default), and with `distinct_text` every text column made new too (a
+    copied parent is then a group of its own wherever the gold groups by its name). 0 when a key cannot be made
+    fresh."""
     names: list[sql.Composable] = []
     values: list[sql.Composable] = []
     for col in cols.values():
-        if col.generated:
+        if col.name in overrides:
+            value = overrides[col.name]
+            if value is None:
+                continue
+        elif col.generated:
             continue
-        value: sql.Composable | None = sql.Identifier(col.name)
-        if col.unique or col.name == orphan:
-            value = _fresh(col, table, "row_number() OVER ()")
-            if value is None and col.name == orphan and not col.not_null:
-                value = sql.SQL("NULL")
-        if value is None:
-            return 0
+        elif col.unique or (distinct_text and (col.type in _TEXT or col.type.startswith("character"))):
+            fresh = _fresh(col, table, _salted(seed))
+            if fresh is None:
+                return 0
+            value = fresh
+        else:
+            value = sql.Identifier(col.name)
         names.append(sql.Identifier(col.name))
         values.append(value)
     if not names:
         return 0
     cur.execute(
-        sql.SQL("INSERT INTO {t} ({cols}) SELECT {vals} FROM {t} WHERE ctid IN ({picked})").format(
+        sql.SQL(
+            "INSERT INTO {t} ({cols}) OVERRIDING SYSTEM VALUE SELECT {vals} FROM {t} WHERE ctid IN ({picked})"
+        ).format(
             t=table,
             cols=sql.SQL(", ").join(names),
             vals=sql.SQL(", ").join(values),
@@ -143,67 +181,107 @@ def _insert_copies(
     return int(cur.rowcount)
 
 
-def _update(cur: Any, change: Change, col: Column, table: sql.Composable, seed: str) -> int:
-    ident = sql.Identifier(change.column or "")
+def _new_value(change: Change, col: Column, table: sql.Composable) -> sql.Composable | None:
+    """What `set`, `null`, `tie` and `period` give the column (of a copied row, or of the row itself)."""
+    ident = sql.Identifier(col.name)
     if change.action == "set":
-        value: sql.Composable = sql.SQL("({v})::{ty}").format(
-            v=sql.SQL(change.value or "NULL"), ty=sql.SQL(col.type)
-        )
-    elif change.action == "null":
-        if col.not_null:
-            return 0
-        value = sql.SQL("NULL")
-    elif change.action == "tie":
+        return sql.SQL("({v})::{ty}").format(v=sql.SQL(change.value or "NULL"), ty=sql.SQL(col.type))
+    if change.action == "null":
+        return None if col.not_null else sql.SQL("NULL")
+    if change.action == "tie":
         agg = sql.SQL("max" if change.value == "max" else "min")
-        value = sql.SQL("(SELECT {a}({c}) FROM {t})").format(a=agg, c=ident, t=table)
-    else:  # period
-        if not col.type.startswith(_TIME):
-            return 0
-        expr = PERIODS.get(change.value or "", PERIODS["month_start"]).format(c="{c}")
-        value = sql.SQL("(" + expr + ")::{ty}").format(c=ident, ty=sql.SQL(col.type))
+        return sql.SQL("(SELECT {a}({c}) FROM {t})").format(a=agg, c=ident, t=table)
+    if not col.type.startswith(_TIME):  # period
+        return None
+    expr = PERIODS.get(change.value or "", PERIODS["month_start"]).format(c="{c}")
+    return sql.SQL("(" + expr + ")::{ty}").format(c=ident, ty=sql.SQL(col.type))
+
+
+def _update(
+    cur: Any, change: Change, col: Column, value: sql.Composable, table: sql.Composable, seed: str
+) -> int:
     cur.execute(
         sql.SQL("UPDATE {t} SET {c} = {v} WHERE ctid IN ({picked})").format(
-            t=table, c=ident, v=value, picked=_picked(table, change.where, change.rows, seed)
+            t=table,
+            c=sql.Identifier(col.name),
+            v=value,
+            picked=_picked(table, change.where, change.rows, seed),
         )
     )
     return int(cur.rowcount)
 
 
-def _apply(cur: Any, change: Change, seed: str) -> int:
+def _apply(cur: Any, change: Change, seed: str) -> tuple[int, bool]:
+    """(rows, added): the change made by adding copies of rows, which leaves every real row as it was, else
+    (a key that cannot be made fresh, a constraint the copy breaks) by changing the rows themselves."""
     cols = _columns(cur, change.table)
     if cols is None:
-        return 0
+        return 0, False
     table = _table_ident(change.table)
     if change.action == "duplicate":
-        return _insert_copies(cur, change, cols, table, seed, orphan=None)
+        return _insert_copies(cur, change, cols, table, seed, {}), True
     col = cols.get(change.column or "")
     if col is None:
-        return 0
+        return 0, False
     if change.action == "orphan":
-        return _insert_copies(cur, change, cols, table, seed, orphan=col.name)
-    return _update(cur, change, col, table, seed)
+        override: sql.Composable | None
+        if change.value == "null":
+            override = None if col.not_null else sql.SQL("NULL")
+            if override is None:
+                return 0, False
+        else:
+            override = _fresh(col, table, _salted(seed))
+            if override is None:
+                return 0, False
+        distinct = change.value == "distinct"
+        return _insert_copies(
+            cur, change, cols, table, seed, {col.name: override}, distinct_text=distinct
+        ), True
+    value = _new_value(change, col, table)
+    if value is None:
+        return 0, False
+    if change.in_place:
+        return _update(cur, change, col, value, table, seed), False
+    cur.execute("SAVEPOINT added")
+    try:
+        n = _insert_copies(cur, change, cols, table, seed, {col.name: value})
+    except psycopg2.Error:
+        cur.execute("ROLLBACK TO SAVEPOINT added")
+        n = 0
+    if n:
+        return n, True
+    return _update(cur, change, col, value, table, seed), False
+
+
+def _attempts(change: Change) -> list[Change]:
+    """The change, then looser forms of it: without its `where` (which may pick no row), and for an orphan, its
+    join column NULL instead of a value without a partner (which a foreign key refuses)."""
+    forms = [change]
+    if change.action == "orphan":
+        forms.append(replace(change, value="null"))
+    if change.where:
+        forms += [replace(f, where=None) for f in forms]
+    return forms
 
 
 def apply_changes(conn: Any, changes: list[Change], *, seed: int) -> tuple[str, ...]:
     """Apply `changes` in one transaction on `conn` (the runner role's, on the copy being built); each under a
-    savepoint, retried without its `where` when that picks no row; each picks its rows by a hash seeded with
-    `seed` and its position. Returns what was applied, described."""
+    savepoint, in the first of its forms (_attempts) that the schema accepts and that changes a row; each picks
+    its rows by a hash seeded with `seed` and its position. Returns what was applied, described."""
     applied: list[str] = []
     with conn.cursor() as cur:
         for i, change in enumerate(changes):
-            for attempt in (change, Change(**{**change.__dict__, "where": None}) if change.where else None):
-                if attempt is None:
-                    break
+            for attempt in _attempts(change):
                 cur.execute(f"SAVEPOINT c{i}")
                 try:
-                    n = _apply(cur, attempt, f"{seed}:{i}")
+                    n, added = _apply(cur, attempt, f"{seed}:{i}")
                 except psycopg2.Error:
                     cur.execute(f"ROLLBACK TO SAVEPOINT c{i}")
-                    n = 0
+                    n, added = 0, False
                 else:
                     cur.execute(f"RELEASE SAVEPOINT c{i}")
                 if n:
-                    applied.append(Change(**{**attempt.__dict__, "rows": n}).describe())
+                    applied.append(replace(attempt, rows=n).describe(added=added))
                     break
     conn.commit()
     return tuple(applied)

@@ -6,6 +6,7 @@ partner, ties at both ends of each ORDER BY key and dates at period edges. Pure.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from bot.db.perturb_changes import Change
 from bot.scoring.perturb_targets import Target, boundary_values, perturb_targets
@@ -19,6 +20,7 @@ _MIXES: tuple[frozenset[str], ...] = (
     frozenset({"boundary", "duplicate", "period", "tie"}),
     frozenset({"orphan", "null", "boundary", "period"}),
 )
+_IN_PLACE = frozenset({"set", "null", "tie", "period"})
 _PERIOD_EDGES = ("month_start", "month_end", "year_start", "year_end", "day_start", "day_end")
 
 
@@ -27,6 +29,13 @@ def pool_size(k: int) -> int:
 
 
 def _changes(t: Target, copy: int) -> Iterable[Change]:
+    for change in _kind_changes(t, copy):
+        # Copies 2, 3, 6, 7... change rows in place, the others add changed copies of rows (real rows kept):
+        # every kind of _MIXES appears in both forms within four copies.
+        yield replace(change, in_place=copy // 2 % 2 == 1) if change.action in _IN_PLACE else change
+
+
+def _kind_changes(t: Target, copy: int) -> Iterable[Change]:
     if t.kind not in _MIXES[copy % len(_MIXES)]:
         return
     variant = copy // len(_MIXES) + copy
@@ -45,7 +54,7 @@ def _changes(t: Target, copy: int) -> Iterable[Change]:
     elif t.kind == "duplicate":
         yield Change("duplicate", t.table, None, None, t.where)
     elif t.kind == "orphan" and t.column:
-        yield Change("orphan", t.table, t.column, None, t.where, rows=1)
+        yield Change("orphan", t.table, t.column, "distinct" if variant % 2 == 0 else None, t.where)
     elif t.kind == "tie" and t.column:
         yield Change("tie", t.table, t.column, "min" if variant % 2 == 0 else "max", t.where)
 
