@@ -167,6 +167,17 @@ class Progress:
             self._bar.close()
 
 
+def perturb_line(run: RunResult) -> str:
+    """`--perturb K`: how many passes the copies confirmed, how many were coincidental, and the time they took."""
+    checked = [c for c in run.cases if "perturbed" in c.verdicts]
+    coincidental = sum(1 for c in checked if c.verdicts["perturbed"].match is False)
+    seconds = sum(c.timings.get("perturbed_s", 0.0) for c in run.cases)
+    return (
+        f"--perturb {run.meta.perturb}: {len(checked) - coincidental} pass(es) held on the perturbed copies, "
+        f"{coincidental} coincidental (the gold's rows on the real data only); {seconds:.1f}s on the copies"
+    )
+
+
 def run_report(run: RunResult, out: Path, *, paint: Paint = PLAIN, verbose: bool = False) -> str:
     """What `sqlcanary run` prints when a run ends: the table, what did not pass, where the results are, the
     LLM usage of the agent and of `--llm-judge`, and the totals (pytest's last line). `verbose` lists every case
@@ -187,6 +198,8 @@ def run_report(run: RunResult, out: Path, *, paint: Paint = PLAIN, verbose: bool
     lines.append(
         f"\nresults written to {out} ({m.duration_s:.1f}s; {m.agent_calls} agent call(s){cached}{repeat}{partial})"
     )
+    if m.perturb:
+        lines.append(perturb_line(run))
     if m.llm is not None:
         lines.append(llm_usage_line(m.llm))
     if m.llm_judge is not None:

@@ -4,6 +4,7 @@ alternatives combined, and the diagnostics added to a failing case (the structur
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from bot.agents.base import Answer
@@ -58,24 +59,10 @@ def judge_answer(
     if ev.status == "failed" or (structural and ev.status == "passed"):
         sv = _structural(case, answer.sql, session, schemas)
         if sv is not None:
-            ev = Evaluation(
-                status=ev.status,
-                verdicts={**ev.verdicts, "structural": sv},
-                deciding=ev.deciding,
-                reason=ev.reason,
-                error_class=ev.error_class,
-                alternative=ev.alternative,
-            )
+            ev = replace(ev, verdicts={**ev.verdicts, "structural": sv})
     if judge is not None and ev.status == "failed" and answer.sql and case.gold_sql:
         jv = judge(case, answer.sql)
-        ev = Evaluation(
-            status=ev.status,
-            verdicts={**ev.verdicts, "llm_judge": jv},
-            deciding=ev.deciding,
-            reason=ev.reason,
-            error_class=ev.error_class,
-            alternative=ev.alternative,
-        )
+        ev = replace(ev, verdicts={**ev.verdicts, "llm_judge": jv})
     return ev
 
 

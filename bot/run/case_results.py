@@ -31,6 +31,7 @@ def case_result(
         alternative=ev.alternative if ev else None,
     )
     timings = {"agent_s": round(agent_s, 6), "eval_s": round(eval_s, 6)}
+    timings.update({k: round(v, 6) for k, v in (ev.timings if ev else {}).items()})
     base: dict[str, Any] = dict(
         id=case.id,
         category=case.category,

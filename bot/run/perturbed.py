@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -246,9 +247,11 @@ def with_perturbation(
         return ev
     gold_sql = case.gold_sql[ev.alternative or 0]
     verdict: Verdict | None = None
+    t0 = time.perf_counter()
     for pred_sql in sqls:
         verdict = copies.check(case, gold_sql, pred_sql, real, options, k)
         if verdict.match is False:
+            timings = {**ev.timings, "perturbed_s": time.perf_counter() - t0}
             return Evaluation(
                 status="failed",
                 verdicts={**ev.verdicts, "perturbed": verdict},
@@ -256,6 +259,9 @@ def with_perturbation(
                 reason=verdict.message,
                 error_class="coincidental",
                 alternative=ev.alternative,
-                timings=ev.timings,
+                timings=timings,
             )
-    return replace(ev, verdicts={**ev.verdicts, "perturbed": verdict}) if verdict else ev
+    if verdict is None:
+        return ev
+    timings = {**ev.timings, "perturbed_s": time.perf_counter() - t0}
+    return replace(ev, verdicts={**ev.verdicts, "perturbed": verdict}, timings=timings)

@@ -15,6 +15,7 @@ import yaml
 
 from bot.base.results import read_run
 from bot.cli import main
+from bot.report.console import perturb_line
 
 FIXTURE = """
 CREATE TABLE customers (id serial PRIMARY KEY, name text NOT NULL, city text);
@@ -114,6 +115,9 @@ def test_perturb_zero_is_the_plain_run_and_copies_separate_coincidences(tmp_path
 
     cases, run = _run(suite, preds, pg_dsn, tmp_path / "p3.json", "--perturb", "3")
     assert run.meta.perturb == 3
+    line = perturb_line(run)
+    assert line.startswith("--perturb 3: 3 pass(es) held on the perturbed copies, 4 coincidental"), line
+    assert all(c.timings["perturbed_s"] > 0 for c in cases.values()), "the copies' time is reported per case"
     for case_id, _, _, coincidental in PAIRS:
         c = cases[case_id]
         if coincidental:
