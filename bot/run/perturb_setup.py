@@ -11,7 +11,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import psycopg2
+
+from bot.base.errors import DatabaseError
 from bot.cases.model import READ_ONLY_CATEGORIES, Case, Suite
+from bot.db.outcome import first_line
 from bot.db.perturb import ensure_pool, working_copies
 from bot.db.provision import Server
 from bot.db.role import ensure_runner_role
@@ -52,9 +56,19 @@ def perturbed_copies(
         ]
         plans = copy_plans(golds_targets(golds), pool_size(k))
         db = dbs[label]
-        pools[label] = ensure_pool(
-            server, base=db.template, fingerprint=db.fingerprint, label=label, plans=plans, password=password
-        )
+        try:
+            pools[label] = ensure_pool(
+                server,
+                base=db.template,
+                fingerprint=db.fingerprint,
+                label=label,
+                plans=plans,
+                password=password,
+            )
+        except psycopg2.Error as exc:
+            raise DatabaseError(
+                f"could not build the perturbed copies of database {label!r} (--perturb): {first_line(exc)}"
+            ) from exc
     run_tag = f"p{os.getpid()}_{secrets.token_hex(3)}"
     with working_copies(server, pools, run_tag=run_tag, password=password) as clones:
         copies = Copies(clones, timeout_ms=timeout_ms, row_cap=row_cap, rankings=rankings)

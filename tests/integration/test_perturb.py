@@ -132,6 +132,25 @@ def test_perturb_zero_is_the_plain_run_and_copies_separate_coincidences(tmp_path
             assert c.status == "passed", (case_id, c.reason)
             assert c.verdicts["perturbed"].match is True and c.verdicts["perturbed"].details["copies"]
 
+    # A saved run's predictions judged again on the copies, without the agent.
+    again = tmp_path / "rescored.json"
+    main(
+        [
+            "rescore",
+            str(tmp_path / "p0.json"),
+            str(suite),
+            "--dsn",
+            pg_dsn,
+            "--out",
+            str(again),
+            "--perturb",
+            "3",
+            "-q",
+        ]
+    )
+    rescored = {c.id: c.status for c in read_run(again).cases}
+    assert rescored == {c.id: c.status for c in cases.values()}
+
 
 def test_copies_are_built_once_and_the_case_or_defaults_set_k(tmp_path, pg_dsn, label):
     def copies() -> dict[str, int]:

@@ -38,7 +38,9 @@ def test_each_gold_keeps_changes_when_a_copy_is_full():
     plans = copy_plans(golds_targets(many), 4)
     assert all(len(p) == MAX_CHANGES for p in plans), "full"
     for plan in plans:
-        assert {c.table for c in plan} == {f"t{i}" for i in range(100)}, "one target of each gold before a second"
+        assert {c.table for c in plan} == {f"t{i}" for i in range(100)}, (
+            "one target of each gold before a second"
+        )
 
 
 def test_plans_are_stable():
