@@ -20,7 +20,14 @@ from psycopg2 import sql
 from bot.db.inventory import TEMPLATE_PREFIX, WORK_PREFIX, touch_template
 from bot.db.perturb_changes import Change, apply_changes
 from bot.db.provision import Server
-from bot.db.templates import Database, admin_connect, clone_database, drop_database, runner_dsn
+from bot.db.templates import (
+    Database,
+    admin_connect,
+    clone_database,
+    drop_database,
+    promote_template,
+    runner_dsn,
+)
 
 PERTURB_VERSION = "6"  # bump when the way copies are made changes
 
@@ -66,17 +73,7 @@ def _build_copy(server: Server, base: str, name: str, plan: list[Change], seed: 
             cur.execute("ANALYZE")
         with closing(admin_connect(server)) as conn, conn.cursor() as cur:
             cur.execute(sql.SQL("REVOKE ALL ON DATABASE {} FROM PUBLIC").format(sql.Identifier(building)))
-            cur.execute(
-                sql.SQL("ALTER DATABASE {} RENAME TO {}").format(
-                    sql.Identifier(building), sql.Identifier(name)
-                )
-            )
-            cur.execute(
-                sql.SQL("ALTER DATABASE {} WITH IS_TEMPLATE true ALLOW_CONNECTIONS false").format(
-                    sql.Identifier(name)
-                )
-            )
-            touch_template(cur, name)
+            promote_template(cur, building, name)
     except BaseException:
         drop_database(server, building)
         raise

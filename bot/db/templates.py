@@ -137,6 +137,19 @@ END $$;
 """  # the grant first: an admin that is not a superuser may give a table only to a role that may create in its schema
 
 
+def promote_template(cur, loading: str, name: str) -> None:
+    """The database `loading`, ready, renamed `name` and made a template no one connects to."""
+    cur.execute(
+        sql.SQL("ALTER DATABASE {} RENAME TO {}").format(sql.Identifier(loading), sql.Identifier(name))
+    )
+    cur.execute(
+        sql.SQL("ALTER DATABASE {} WITH IS_TEMPLATE true ALLOW_CONNECTIONS false").format(
+            sql.Identifier(name)
+        )
+    )
+    touch_template(cur, name)
+
+
 def ensure_template(server: Server, *, db_label: str, files: tuple[Path, ...]) -> tuple[str, str]:
     """The template database for these fixture files, loaded once and reused while they are unchanged.
 
@@ -175,17 +188,7 @@ def ensure_template(server: Server, *, db_label: str, files: tuple[Path, ...]) -
                         sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(loading))
                     )
                     raise
-                cur.execute(
-                    sql.SQL("ALTER DATABASE {} RENAME TO {}").format(
-                        sql.Identifier(loading), sql.Identifier(name)
-                    )
-                )
-                cur.execute(
-                    sql.SQL("ALTER DATABASE {} WITH IS_TEMPLATE true ALLOW_CONNECTIONS false").format(
-                        sql.Identifier(name)
-                    )
-                )
-                touch_template(cur, name)
+                promote_template(cur, loading, name)
                 return name, fingerprint
             finally:
                 cur.execute("SELECT pg_advisory_unlock(hashtext(%s))", (name,))

@@ -25,7 +25,7 @@ from bot.db.perturb import read_changes
 from bot.db.session import Outcome, Session
 from bot.db.templates import Database
 from bot.run.evaluation import Evaluation
-from bot.run.query_cases import as_compared, order_check
+from bot.run.query_cases import as_compared, judge_pair
 from bot.scoring.execution import judge_results
 from bot.scoring.mutants import gold_mutants
 
@@ -148,16 +148,7 @@ class Copies:
                     continue
                 pred = s.fetch(pred_sql, untrusted=True)
                 if pred.ok and pred.result is not None:
-                    order = order_check(s, gold_sql, gold.result.rows, gold.result.columns, options)
-                    v = judge_results(
-                        gold.result,
-                        pred.result,
-                        options=options,
-                        gold_sql=gold_sql,
-                        question=case.question,
-                        pred_sql=pred_sql,
-                        order=order,
-                    )
+                    v = judge_pair(s, case, gold_sql, gold.result, pred_sql, pred.result, options)
                     if v.match is not False:
                         continue
                     difference = v.message

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from bot.base.results import Verdict
+from bot.base.results import ResultSet, Verdict
 from bot.cases.model import Case, CompareOptions
 from bot.db.session import Outcome, Session
 from bot.db.statements import UnsafeSQL
@@ -119,6 +119,31 @@ def order_check(
     return OrderCheck(key_positions=positions, tie_cut=tie_cut)
 
 
+def judge_pair(
+    session: Session,
+    case: Case,
+    gold_sql: str,
+    gold: ResultSet,
+    pred_sql: str,
+    pred: ResultSet,
+    options: CompareOptions,
+    alternative: int = 0,
+) -> Verdict:
+    """The execution verdict of one gold's rows against the prediction's, on the database `session` reads
+    (which the order check probes for ties)."""
+    order = order_check(session, gold_sql, gold.rows, gold.columns, options)
+    return judge_results(
+        gold,
+        pred,
+        options=options,
+        gold_sql=gold_sql,
+        question=case.question,
+        pred_sql=pred_sql,
+        order=order,
+        alternative=alternative,
+    )
+
+
 def as_compared(sql_text: str, options: CompareOptions) -> str:
     """A gold or prediction as it is run: without DISTINCT under `strip_distinct` (and the test-suite preset)."""
     strip = bool(options.strip_distinct) or options.preset == "test_suite"
@@ -149,17 +174,7 @@ def _compare_alternatives(
                     )
                 }, pred
         assert gold.result is not None and pred.result is not None
-        order = order_check(session, gold_sql, gold.result.rows, gold.result.columns, options)
-        verdict = judge_results(
-            gold.result,
-            pred.result,
-            options=options,
-            gold_sql=gold_sql,
-            question=case.question,
-            pred_sql=pred_text,
-            order=order,
-            alternative=idx,
-        )
+        verdict = judge_pair(session, case, gold_sql, gold.result, pred_text, pred.result, options, idx)
         if verdict.match:
             return {"execution": verdict}, pred
         first = first or verdict
