@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
-from dataclasses import dataclass
 
 import psycopg2
 from psycopg2 import sql
@@ -32,19 +32,9 @@ from bot.db.templates import (
 PERTURB_VERSION = "6"  # bump when the way copies are made changes
 
 
-@dataclass(frozen=True)
-class Copy:
-    """One perturbed copy: its template, and what it changed."""
-
-    index: int
-    template: str
-    changes: tuple[str, ...]
-
-
-def pool_key(fingerprint: str, plans: list[list[Change]]) -> str:
-    text = json.dumps(
-        [PERTURB_VERSION, fingerprint, [[c.__dict__ for c in p] for p in plans]], sort_keys=True
-    )
+def pool_key(fingerprint: str, source: object, count: int) -> str:
+    """The pool's name part: the fixture, what the plans are made from (the golds) and how many copies."""
+    text = json.dumps([PERTURB_VERSION, fingerprint, source, count], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
@@ -80,25 +70,36 @@ def _build_copy(server: Server, base: str, name: str, plan: list[Change], seed: 
 
 
 def ensure_pool(
-    server: Server, *, base: str, fingerprint: str, label: str, plans: list[list[Change]], password: str
+    server: Server,
+    *,
+    base: str,
+    fingerprint: str,
+    label: str,
+    source: object,
+    plans: Callable[[], list[list[Change]]],
+    count: int,
+    password: str,
 ) -> tuple[str, ...]:
-    """The templates of the perturbed copies of `base` (one per plan), built once and reused while the fixture
-    and the plans are unchanged. Concurrent runs wait for the one that builds them."""
-    key = pool_key(fingerprint, plans)
-    names = tuple(
-        f"{TEMPLATE_PREFIX}{label[:20]}_{fingerprint}_x{key}_{i}".lower() for i in range(len(plans))
-    )
+    """The templates of the `count` perturbed copies of `base`, built once from `plans()` (called only when one
+    is missing) and reused while the fixture and `source` (what the plans are made from) are unchanged.
+    Concurrent runs wait for the one that builds them."""
+    key = pool_key(fingerprint, source, count)
+    names = tuple(f"{TEMPLATE_PREFIX}{label[:20]}_{fingerprint}_x{key}_{i}".lower() for i in range(count))
+    if not names:
+        return names
     with closing(admin_connect(server)) as conn, conn.cursor() as cur:
-        cur.execute("SELECT pg_advisory_lock(hashtext(%s))", (names[0] if names else key,))
+        cur.execute("SELECT pg_advisory_lock(hashtext(%s))", (names[0],))
         try:
-            for i, (name, plan) in enumerate(zip(names, plans, strict=True)):
+            made: list[list[Change]] | None = None
+            for i, name in enumerate(names):
                 if _exists(cur, name):
                     touch_template(cur, name)
                     continue
+                made = made if made is not None else plans()
                 cur.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-                _build_copy(server, base, name, plan, seed=i, password=password)
+                _build_copy(server, base, name, made[i], seed=i, password=password)
         finally:
-            cur.execute("SELECT pg_advisory_unlock(hashtext(%s))", (names[0] if names else key,))
+            cur.execute("SELECT pg_advisory_unlock(hashtext(%s))", (names[0],))
     return names
 
 
@@ -109,27 +110,55 @@ def read_changes(dsn: str) -> tuple[str, ...]:
         return tuple(r[0] for r in cur.fetchall())
 
 
+class Clones:
+    """This run's clones of the copies (the runner role works only on clones), each made when first used, so a
+    run clones only the copies its cases are judged on; `close()` drops them."""
+
+    def __init__(
+        self, server: Server, pools: dict[str, tuple[str, ...]], *, run_tag: str, password: str
+    ) -> None:
+        self.server, self.pools, self.run_tag, self.password = server, pools, run_tag, password
+        self._made: dict[tuple[str, int], Database] = {}
+        self._lock = threading.Lock()
+
+    def count(self, label: str) -> int:
+        return len(self.pools.get(label, ()))
+
+    def get(self, label: str, i: int) -> Database:
+        with self._lock:
+            if (label, i) not in self._made:
+                template = self.pools[label][i]
+                name = f"{WORK_PREFIX}{label[:20]}_{self.run_tag}_x{i}".lower()
+                clone_database(self.server, template, name)
+                dsn = runner_dsn(self.server, name, self.password)
+                self._made[(label, i)] = Database(name=name, template=template, fingerprint="", dsn=dsn)
+            return self._made[(label, i)]
+
+    def close(self) -> None:
+        with self._lock:
+            names = [db.name for db in self._made.values()]
+            self._made.clear()
+        if not names:
+            return
+        try:
+            with closing(admin_connect(self.server)) as conn, conn.cursor() as cur:
+                for name in names:
+                    cur.execute(
+                        sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+                    )
+        except psycopg2.Error:
+            for (
+                name
+            ) in names:  # the server may be gone; whatever is left is dropped one by one, or by a later run
+                drop_database(self.server, name)
+
+
 @contextmanager
 def working_copies(
     server: Server, pools: dict[str, tuple[str, ...]], *, run_tag: str, password: str
-) -> Iterator[dict[str, tuple[Database, ...]]]:
-    """A clone of each copy for this run (the runner role works only on clones); dropped afterwards."""
-    made: list[str] = []
-    out: dict[str, tuple[Database, ...]] = {}
+) -> Iterator[Clones]:
+    clones = Clones(server, pools, run_tag=run_tag, password=password)
     try:
-        for label, templates in pools.items():
-            dbs = []
-            for i, template in enumerate(templates):
-                name = f"{WORK_PREFIX}{label[:20]}_{run_tag}_x{i}".lower()
-                clone_database(server, template, name)
-                made.append(name)
-                dbs.append(
-                    Database(
-                        name=name, template=template, fingerprint="", dsn=runner_dsn(server, name, password)
-                    )
-                )
-            out[label] = tuple(dbs)
-        yield out
+        yield clones
     finally:
-        for name in made:
-            drop_database(server, name)
+        clones.close()

@@ -9,6 +9,7 @@ import os
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import psycopg2
@@ -17,6 +18,7 @@ from bot.base.errors import DatabaseError
 from bot.cases.model import READ_ONLY_CATEGORIES, Case, Suite
 from bot.db.outcome import first_line
 from bot.db.perturb import ensure_pool, working_copies
+from bot.db.perturb_changes import Change
 from bot.db.provision import Server
 from bot.db.role import ensure_runner_role
 from bot.db.templates import Database
@@ -32,6 +34,10 @@ def copies_wanted(cases: list[Case], run_level: int | None) -> dict[str, int]:
         if k:
             wanted[case.db] = max(wanted.get(case.db, 0), k)
     return wanted
+
+
+def _plans(golds: list[str], count: int) -> list[list[Change]]:
+    return copy_plans(golds_targets(golds), count)
 
 
 @contextmanager
@@ -54,15 +60,16 @@ def perturbed_copies(
         golds = [
             g for c in suite.cases if c.db == label and c.category in READ_ONLY_CATEGORIES for g in c.gold_sql
         ]
-        plans = copy_plans(golds_targets(golds), pool_size(k))
-        db = dbs[label]
+        db, count = dbs[label], pool_size(k)
         try:
             pools[label] = ensure_pool(
                 server,
                 base=db.template,
                 fingerprint=db.fingerprint,
                 label=label,
-                plans=plans,
+                source=golds,  # the plans are made from the golds only when a copy must be built
+                plans=partial(_plans, golds, count),
+                count=count,
                 password=password,
             )
         except psycopg2.Error as exc:

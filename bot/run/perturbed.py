@@ -21,9 +21,8 @@ from pathlib import Path
 
 from bot.base.results import ResultSet, Verdict
 from bot.cases.model import Case, CompareOptions
-from bot.db.perturb import read_changes
+from bot.db.perturb import Clones, read_changes
 from bot.db.session import Outcome, Session
-from bot.db.templates import Database
 from bot.run.evaluation import Evaluation
 from bot.run.query_cases import as_compared, judge_pair
 from bot.scoring.execution import judge_results
@@ -38,7 +37,7 @@ class Copies:
 
     def __init__(
         self,
-        clones: dict[str, tuple[Database, ...]],
+        clones: Clones,
         *,
         timeout_ms: int,
         row_cap: int,
@@ -61,14 +60,16 @@ class Copies:
                 s.close()
             local.db, local.sessions = db, {}
         if i not in local.sessions:
-            s = Session(self.clones[db][i].dsn, statement_timeout_ms=self.timeout_ms, row_cap=self.row_cap)
+            s = Session(
+                self.clones.get(db, i).dsn, statement_timeout_ms=self.timeout_ms, row_cap=self.row_cap
+            )
             local.sessions[i] = s
             with self._lock:
                 self._all.append(s)
         return local.sessions[i]
 
     def changes(self, db: str, i: int) -> tuple[str, ...]:
-        clone = self.clones[db][i]
+        clone = self.clones.get(db, i)
         if clone.template not in self._changes:
             self._changes[clone.template] = read_changes(clone.dsn)
         return self._changes[clone.template]
@@ -88,7 +89,7 @@ class Copies:
         os.replace(tmp, self._file)
 
     def ranking(self, case: Case, gold_sql: str, real: Session, options: CompareOptions) -> list[int]:
-        key = _ranking_key(self.clones[case.db], gold_sql, options)
+        key = _ranking_key(self.clones.pools[case.db], gold_sql, options)
         with self._lock:
             known = self._rankings.get(key)
         if known is None:
@@ -113,7 +114,7 @@ class Copies:
             real.rollback()
         useful: list[int] = []
         kills: dict[int, set[int]] = {}
-        for i in range(len(self.clones[case.db])):
+        for i in range(self.clones.count(case.db)):
             s = self.session(case.db, i)
             s.begin(read_only=True)
             try:
@@ -138,7 +139,7 @@ class Copies:
         """The `perturbed` verdict of a prediction that matched the gold on the real data."""
         gold_sql, pred_sql = as_compared(gold_sql, options), as_compared(pred_sql, options)
         ranked = self.ranking(case, gold_sql, real, options)
-        chosen = [i for i in ranked if i < len(self.clones[case.db])][:k]
+        chosen = [i for i in ranked if i < self.clones.count(case.db)][:k]
         for i in chosen:
             s = self.session(case.db, i)
             s.begin(read_only=True)
@@ -204,8 +205,8 @@ def _greedy(useful: list[int], kills: dict[int, set[int]]) -> list[int]:
     return order + [i for i in useful if i not in order]
 
 
-def _ranking_key(clones: tuple[Database, ...], gold_sql: str, options: CompareOptions) -> str:
-    text = json.dumps([[c.template for c in clones], gold_sql, options.model_dump(exclude_none=True)])
+def _ranking_key(templates: tuple[str, ...], gold_sql: str, options: CompareOptions) -> str:
+    text = json.dumps([list(templates), gold_sql, options.model_dump(exclude_none=True)])
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
@@ -234,7 +235,13 @@ def with_perturbation(
 ) -> Evaluation:
     """`ev` of a query case that passed, checked on the case's perturbed copies: failed as `coincidental` when a
     copy separates an answer from the gold, else passed with the `perturbed` verdict added."""
-    if ev.status != "passed" or copies is None or k <= 0 or case.db not in copies.clones or not case.gold_sql:
+    if (
+        ev.status != "passed"
+        or copies is None
+        or k <= 0
+        or not copies.clones.count(case.db)
+        or not case.gold_sql
+    ):
         return ev
     gold_sql = case.gold_sql[ev.alternative or 0]
     verdict: Verdict | None = None
