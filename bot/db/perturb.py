@@ -29,7 +29,7 @@ from bot.db.templates import (
     runner_dsn,
 )
 
-PERTURB_VERSION = "6"  # bump when the way copies are made changes
+PERTURB_VERSION = "10"  # bump when the way copies are made changes
 
 
 def pool_key(fingerprint: str, source: object, count: int) -> str:

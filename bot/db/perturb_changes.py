@@ -9,14 +9,24 @@ admin, since the gold comes from the pull request.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import psycopg2
 from psycopg2 import sql
 
-Action = Literal["set", "null", "tie", "period", "duplicate", "orphan"]
+from bot.db.perturb_rows import (
+    Column,
+    fresh_value,
+    insert_copies,
+    picked_rows,
+    salted,
+    table_columns,
+    table_ident,
+    update_rows,
+)
+
+Action = Literal["set", "null", "tie", "period", "duplicate", "orphan", "family"]
 PERIODS = {
     "month_start": "date_trunc('month', {c})",
     "month_end": "date_trunc('month', {c}) + interval '1 month' - interval '1 microsecond'",
@@ -25,8 +35,6 @@ PERIODS = {
     "day_start": "date_trunc('day', {c})",
     "day_end": "date_trunc('day', {c}) + interval '1 day' - interval '1 microsecond'",
 }
-_INTEGER = {"smallint", "integer", "bigint"}
-_TEXT = {"text", "character varying", "character"}
 _TIME = ("date", "timestamp")
 
 
@@ -34,7 +42,9 @@ _TIME = ("date", "timestamp")
 class Change:
     """One change to one table: `set` column = value, `null`, `tie` (column = its minimum or maximum, `value`
     "min"/"max"), `period` (the column moved to an edge of its period, `value` a key of PERIODS), `duplicate`
-    (copies of rows, keys made fresh) or `orphan` (a copy of a row whose `column` points at no partner)."""
+    (copies of rows, keys made fresh), `orphan` (a copy of a row whose `column` points at no partner) or `family`
+    (a new row of `table` with `column` = `value` together with one partner row of its join, `partner`: a new
+    parent whose only child sits on the boundary, or a new child of a parent at it)."""
 
     action: Action
     table: str
@@ -45,6 +55,9 @@ class Change:
     # set/null/tie/period: change the picked rows themselves, rather than add changed copies of them (a real row
     # then leaves the gold's result, or a group loses its last row of a kind)
     in_place: bool = False
+    partner: tuple[str, str, str] | None = (
+        None  # family: (this table's join column, the other table, its column)
+    )
 
     def describe(self, *, added: bool = False) -> str:
         """In words: `added` when the change was made on copies of rows (the real rows left as they were)."""
@@ -64,127 +77,19 @@ class Change:
             how = "NULL" if self.value == "null" else "without a partner"
             how += " (its text made new)" if self.value == "distinct" else ""
             return f"copies of {rows} of {self.table} with {self.column} {how}"
+        if self.action == "family" and self.partner:
+            own, other, _ = self.partner
+            return f"a new row of {self.table} with {self.column} = {self.value} and a row of {other} joined on {own}"
         if added:
-            return f"copies of {rows} of {self.table} with {self.column} {value}"
+            new_text = " (its text made new)" if self.value == "distinct" else ""
+            return f"copies of {rows} of {self.table} with {self.column} {value}{new_text}"
         return f"{target} {value} on {rows}"
-
-
-@dataclass(frozen=True)
-class Column:
-    name: str
-    type: str
-    not_null: bool
-    generated: (
-        bool  # GENERATED ALWAYS AS (...): never written; identity and serial columns are (fresh when keys)
-    )
-    unique: bool
-
-
-def _columns(cur: Any, table: str) -> dict[str, Column] | None:
-    cur.execute("SELECT to_regclass(%s)::oid", (table,))
-    row = cur.fetchone()
-    if not row or row[0] is None:
-        return None
-    oid = row[0]
-    cur.execute(
-        "SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,"
-        " a.attgenerated <> '',"
-        " EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisunique"
-        "         AND i.indnkeyatts = 1 AND i.indkey[0] = a.attnum)"
-        " FROM pg_attribute a"
-        " WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
-        (oid,),
-    )
-    return {r[0]: Column(r[0], r[1], r[2], r[3], r[4]) for r in cur.fetchall()}
-
-
-def _table_ident(table: str) -> sql.Composable:
-    return sql.SQL(".").join(sql.Identifier(p) for p in table.split(".", 1))
-
-
-def _picked(table: sql.Composable, where: str | None, rows: int, seed: str) -> sql.Composable:
-    """The ctids of `rows` rows (those satisfying `where` when it is given), picked by a seeded hash."""
-    cond = sql.SQL(where) if where else sql.SQL("true")
-    return sql.SQL("SELECT ctid FROM {t} WHERE {c} ORDER BY md5(ctid::text || {s}) LIMIT {n}").format(
-        t=table, c=cond, s=sql.Literal(str(seed)), n=sql.Literal(rows)
-    )
-
-
-def _fresh(col: Column, table: sql.Composable, n: str) -> sql.Composable | None:
-    """A value of `col` no existing row holds (for keys and join columns), or None for types without one. Text
-    keeps its beginning (so a pattern the gold filters on still matches) within the column's length. `n` is an
-    SQL expression unique per row and change (_salted): two changes' new keys never meet by accident."""
-    ident = sql.Identifier(col.name)
-    if col.type in _INTEGER or col.type.startswith("numeric") or col.type in ("double precision", "real"):
-        return sql.SQL("(SELECT coalesce(max({c}), 0) FROM {t}) + {n}").format(c=ident, t=table, n=sql.SQL(n))
-    if col.type in _TEXT or col.type.startswith("character"):
-        m = re.search(r"\((\d+)\)", col.type)
-        width = int(m.group(1)) if m else 44
-        suffix = sql.SQL("'~' || lpad(({n} % 1000)::text, 3, '0')").format(n=sql.SQL(n))
-        return sql.SQL("left({c}, {keep}) || {suffix}").format(
-            c=ident, keep=sql.Literal(max(width - 4, 0)), suffix=suffix
-        )
-    return None
-
-
-def _salted(seed: str) -> str:
-    """1000 + 10 x the change's position in its copy + the row's number: fresh keys apart per change."""
-    position = int(seed.rsplit(":", 1)[-1]) if seed.rsplit(":", 1)[-1].isdigit() else 0
-    return f"({1000 + 10 * position} + row_number() OVER ())"
-
-
-def _insert_copies(
-    cur: Any,
-    change: Change,
-    cols: dict[str, Column],
-    table: sql.Composable,
-    seed: str,
-    overrides: dict[str, sql.Composable | None],
-    *,
-    distinct_text: bool = False,
-) -> int:
-    """INSERT copies of the picked rows: generated columns left out, single-column keys made fresh (a serial's
-    sequence may lag behind rows a fixture inserted with their ids, so keys are never left to it),
-    `overrides` set (None: left to its default), and with `distinct_text` every text column made new too (a
-    copied parent is then a group of its own wherever the gold groups by its name). 0 when a key cannot be made
-    fresh."""
-    names: list[sql.Composable] = []
-    values: list[sql.Composable] = []
-    for col in cols.values():
-        if col.name in overrides:
-            value = overrides[col.name]
-            if value is None:
-                continue
-        elif col.generated:
-            continue
-        elif col.unique or (distinct_text and (col.type in _TEXT or col.type.startswith("character"))):
-            fresh = _fresh(col, table, _salted(seed))
-            if fresh is None:
-                return 0
-            value = fresh
-        else:
-            value = sql.Identifier(col.name)
-        names.append(sql.Identifier(col.name))
-        values.append(value)
-    if not names:
-        return 0
-    cur.execute(
-        sql.SQL(
-            "INSERT INTO {t} ({cols}) OVERRIDING SYSTEM VALUE SELECT {vals} FROM {t} WHERE ctid IN ({picked})"
-        ).format(
-            t=table,
-            cols=sql.SQL(", ").join(names),
-            vals=sql.SQL(", ").join(values),
-            picked=_picked(table, change.where, change.rows, seed),
-        )
-    )
-    return int(cur.rowcount)
 
 
 def _new_value(change: Change, col: Column, table: sql.Composable) -> sql.Composable | None:
     """What `set`, `null`, `tie` and `period` give the column (of a copied row, or of the row itself)."""
     ident = sql.Identifier(col.name)
-    if change.action == "set":
+    if change.action in ("set", "family"):
         return sql.SQL("({v})::{ty}").format(v=sql.SQL(change.value or "NULL"), ty=sql.SQL(col.type))
     if change.action == "null":
         return None if col.not_null else sql.SQL("NULL")
@@ -197,60 +102,104 @@ def _new_value(change: Change, col: Column, table: sql.Composable) -> sql.Compos
     return sql.SQL("(" + expr + ")::{ty}").format(c=ident, ty=sql.SQL(col.type))
 
 
-def _update(
-    cur: Any, change: Change, col: Column, value: sql.Composable, table: sql.Composable, seed: str
-) -> int:
-    cur.execute(
-        sql.SQL("UPDATE {t} SET {c} = {v} WHERE ctid IN ({picked})").format(
-            t=table,
-            c=sql.Identifier(col.name),
-            v=value,
-            picked=_picked(table, change.where, change.rows, seed),
-        )
-    )
-    return int(cur.rowcount)
-
-
 def _apply(cur: Any, change: Change, seed: str) -> tuple[int, bool]:
     """(rows, added): the change made by adding copies of rows, which leaves every real row as it was, else
     (a key that cannot be made fresh, a constraint the copy breaks) by changing the rows themselves."""
-    cols = _columns(cur, change.table)
+    cols = table_columns(cur, change.table)
     if cols is None:
         return 0, False
-    table = _table_ident(change.table)
+    table = table_ident(change.table)
+    picked = picked_rows(table, change.where, change.rows, seed)
+    salt = salted(seed)
     if change.action == "duplicate":
-        return _insert_copies(cur, change, cols, table, seed, {}), True
+        return len(insert_copies(cur, cols, table, picked, {}, salt=salt)), True
     col = cols.get(change.column or "")
     if col is None:
         return 0, False
     if change.action == "orphan":
-        override: sql.Composable | None
-        if change.value == "null":
-            override = None if col.not_null else sql.SQL("NULL")
-            if override is None:
-                return 0, False
-        else:
-            override = _fresh(col, table, _salted(seed))
-            if override is None:
-                return 0, False
+        override = sql.SQL("NULL") if change.value == "null" else fresh_value(col, table, salt)
+        if override is None or (change.value == "null" and col.not_null):
+            return 0, False
         distinct = change.value == "distinct"
-        return _insert_copies(
-            cur, change, cols, table, seed, {col.name: override}, distinct_text=distinct
+        return len(
+            insert_copies(cur, cols, table, picked, {col.name: override}, salt=salt, distinct_text=distinct)
         ), True
     value = _new_value(change, col, table)
     if value is None:
         return 0, False
+    if change.action == "family":
+        return _family(cur, change, cols, value, seed), True
     if change.in_place:
-        return _update(cur, change, col, value, table, seed), False
+        return update_rows(cur, table, col.name, value, picked), False
     cur.execute("SAVEPOINT added")
     try:
-        n = _insert_copies(cur, change, cols, table, seed, {col.name: value})
+        distinct = change.action == "null" and change.value == "distinct"
+        n = len(insert_copies(cur, cols, table, picked, {col.name: value}, salt=salt, distinct_text=distinct))
     except psycopg2.Error:
         cur.execute("ROLLBACK TO SAVEPOINT added")
         n = 0
     if n:
         return n, True
-    return _update(cur, change, col, value, table, seed), False
+    return update_rows(cur, table, col.name, value, picked), False
+
+
+def _family(cur: Any, change: Change, cols: dict[str, Column], value: sql.Composable, seed: str) -> int:
+    """A new row of the change's table with its column at `value`, joined to new rows of the partner table: a
+    copy of a row (new join value) and copies of that row's partners pointing at it; or, when only the partner
+    holds the key, a new partner (new key, new text: a group of its own) and a copy of a row pointing at it."""
+    assert change.partner is not None
+    own, other, theirs = change.partner
+    ocols = table_columns(cur, other)
+    if ocols is None or own not in cols or theirs not in ocols:
+        return 0
+    table, otable = table_ident(change.table), table_ident(other)
+    salt = salted(seed)
+    if cols[own].unique or not ocols[theirs].unique:  # this side as the parent (also when neither is a key):
+        # a new parent at the boundary, with copies of the source row's partners
+        with_partner = sql.SQL("EXISTS (SELECT 1 FROM {o} WHERE {o}.{theirs} = {t}.{own})").format(
+            o=otable, theirs=sql.Identifier(theirs), t=table, own=sql.Identifier(own)
+        )
+        source = picked_rows(table, change.where, 1, seed, also=with_partner)
+        cur.execute(
+            sql.SQL("SELECT {c} FROM {t} WHERE ctid IN ({p})").format(
+                c=sql.Identifier(own), t=table, p=source
+            )
+        )
+        row = cur.fetchone()
+        key = fresh_value(cols[own], table, salt)
+        if row is None or key is None:
+            return 0
+        new = insert_copies(
+            cur, cols, table, source, {change.column or "": value, own: key}, salt=salt, returning=own
+        )
+        children = sql.SQL("SELECT ctid FROM {t} WHERE {c} = {v} LIMIT 3").format(
+            t=otable, c=sql.Identifier(theirs), v=sql.Literal(row[0])
+        )
+        made = (
+            insert_copies(cur, ocols, otable, children, {theirs: sql.Literal(new[0])}, salt=salt)
+            if new
+            else []
+        )
+        return len(new) if made else 0
+    parent_key = fresh_value(ocols[theirs], otable, salt)
+    if parent_key is None:
+        return 0
+    parents = insert_copies(
+        cur,
+        ocols,
+        otable,
+        picked_rows(otable, None, 1, seed),
+        {theirs: parent_key},
+        salt=salt,
+        distinct_text=True,
+        returning=theirs,
+    )
+    if not parents:
+        return 0
+    overrides = {change.column or "": value, own: sql.Literal(parents[0])}
+    return len(
+        insert_copies(cur, cols, table, picked_rows(table, change.where, 1, seed), overrides, salt=salt)
+    )
 
 
 def _attempts(change: Change) -> list[Change]:
@@ -276,10 +225,10 @@ def apply_changes(conn: Any, changes: list[Change], *, seed: int) -> tuple[str, 
                 try:
                     n, added = _apply(cur, attempt, f"{seed}:{i}")
                 except psycopg2.Error:
-                    cur.execute(f"ROLLBACK TO SAVEPOINT c{i}")
                     n, added = 0, False
-                else:
-                    cur.execute(f"RELEASE SAVEPOINT c{i}")
+                if not n:  # refused, or half done (a family without its partner): nothing of it is kept
+                    cur.execute(f"ROLLBACK TO SAVEPOINT c{i}")
+                cur.execute(f"RELEASE SAVEPOINT c{i}")
                 if n:
                     applied.append(replace(attempt, rows=n).describe(added=added))
                     break

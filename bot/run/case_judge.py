@@ -53,9 +53,12 @@ def judge_answer(
     except ConnectionLost:
         session.reset()  # one retry on a fresh connection, then the run stops
         evs = [evaluate_case(case, s, session, options=options, scratch=scratch) for s in sqls]
+    if case.category != "management":  # each SQL on the copies against the gold alternative it matched
+        evs = [
+            with_perturbation(e, case, s, session, options, copies, perturb)
+            for e, s in zip(evs, sqls, strict=True)
+        ]
     ev = _combine_alternatives(evs) if len(evs) > 1 else evs[0]
-    if case.category != "management":
-        ev = with_perturbation(ev, case, tuple(sqls), session, options, copies, perturb)
     if ev.status == "failed" or (structural and ev.status == "passed"):
         sv = _structural(case, answer.sql, session, schemas)
         if sv is not None:

@@ -28,7 +28,35 @@ def pool_size(k: int) -> int:
     return max(k, POOL_MIN) if k > 0 else 0
 
 
-def _changes(t: Target, copy: int) -> Iterable[Change]:
+Joins = dict[
+    str, list[tuple[str, str, str]]
+]  # table -> (its join column, the other table, that one's column)
+
+
+def _joins(targets: tuple[Target, ...]) -> Joins:
+    """A gold's joins, from its orphan targets: each table's join columns and their partners."""
+    out: Joins = {}
+    for t in targets:
+        if t.kind == "orphan" and t.column and t.partner:
+            out.setdefault(t.table, []).append((t.column, *t.partner))
+    return out
+
+
+def _families(t: Target, copy: int, joins: Joins) -> Iterable[Change]:
+    """With the orphans: a new row at a boundary (or NULL) joined to a new partner row, so a group whose only
+    row sits at the boundary exists (an empty group once a filter is applied)."""
+    if "orphan" not in _MIXES[copy % len(_MIXES)] or t.kind not in ("boundary", "null") or not t.column:
+        return
+    variant = copy // len(_MIXES) + copy
+    values = boundary_values(t.value, t.kind) if t.kind == "boundary" and t.value else ("NULL",)
+    for partner in joins.get(t.table, ())[:2]:
+        if values:
+            value = values[variant % len(values)]
+            yield Change("family", t.table, t.column, value, t.where, partner=partner)
+
+
+def _changes(t: Target, copy: int, joins: Joins) -> Iterable[Change]:
+    yield from _families(t, copy, joins)
     for change in _kind_changes(t, copy):
         # Copies 2, 3, 6, 7... change rows in place, the others add changed copies of rows (real rows kept):
         # every kind of _MIXES appears in both forms within four copies.
@@ -50,7 +78,8 @@ def _kind_changes(t: Target, copy: int) -> Iterable[Change]:
                 yield Change("set", t.table, t.column, values[variant % len(values)], t.where)
         yield Change("period", t.table, t.column, _PERIOD_EDGES[variant % len(_PERIOD_EDGES)], t.where)
     elif t.kind == "null" and t.column:
-        yield Change("null", t.table, t.column, None, t.where)
+        # A copied row with the NULL and new text: a group of its own holding only the NULL (copy 1, 5, ...).
+        yield Change("null", t.table, t.column, "distinct" if copy % 4 == 1 else None, t.where)
     elif t.kind == "duplicate":
         yield Change("duplicate", t.table, None, None, t.where)
     elif t.kind == "orphan" and t.column:
@@ -71,10 +100,11 @@ def copy_plans(targets: list[tuple[Target, ...]], copies: int) -> list[list[Chan
         seen: set[Change] = set()
         plan: list[Change] = []
         depth = max((len(ts) for ts in targets), default=0)
+        joins = [_joins(ts) for ts in targets]
         for level in range(depth):
-            for ts in targets:
+            for ts, js in zip(targets, joins, strict=True):
                 if level < len(ts):
-                    for ch in _changes(ts[level], copy):
+                    for ch in _changes(ts[level], copy, js):
                         if ch not in seen and len(plan) < MAX_CHANGES:
                             seen.add(ch)
                             plan.append(ch)

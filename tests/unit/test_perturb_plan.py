@@ -27,7 +27,7 @@ def test_every_kind_is_in_some_copy_and_copies_differ():
     plans = copy_plans(golds_targets(GOLDS), 4)
     assert len(plans) == 4 and all(plans)
     actions = {c.action for plan in plans for c in plan}
-    assert actions == {"set", "null", "tie", "period", "duplicate", "orphan"}
+    assert actions == {"set", "null", "tie", "period", "duplicate", "orphan", "family"}
     assert len({tuple(p) for p in plans}) == 4, "each copy is a different mix"
     values = {c.value for plan in plans for c in plan if c.action == "set" and c.column == "amount"}
     assert values >= {"100", "99", "101"} or len(values) >= 2, values
