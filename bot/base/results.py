@@ -195,7 +195,7 @@ class RunMeta(FrozenModel):
         """No `llm` / `llm_judge` key for a run without those calls: written exactly as before the fields existed."""
         data = handler(self)
         if isinstance(data, dict):
-            for key in ("llm", "llm_judge", "sandbox", "setting"):
+            for key in ("llm", "llm_judge", "sandbox", "perturb", "setting"):
                 if data.get(key) is None:
                     data.pop(key, None)
         return data
