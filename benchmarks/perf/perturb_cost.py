@@ -1,9 +1,10 @@
 """What `--perturb K` costs (issue 18): the defog suite with the gold agent at --perturb 0 and --perturb K, one run.
 
-    python benchmarks/perf/perturb_cost.py [--suite DIR | --shared ../shared] [--dsn DSN] [--k 3] [--rounds 2]
+    python benchmarks/perf/perturb_cost.py [--suite DIR | --shared ../shared] [--dsn DSN] [--k 3] [--rounds 3]
 
-Imports defog from --shared (unless --suite names a suite), starts one PostgreSQL (--dsn, else the embedded one)
-held for the whole script, then runs `sqlcanary run SUITE --agent gold` in a process of its own each time:
+Imports defog from --shared (unless --suite names a suite), starts one PostgreSQL (--dsn, else a private embedded
+one in a fresh cache folder, so nothing built by an earlier run is reused) held for the whole script, then runs
+`sqlcanary run SUITE --agent gold` in a process of its own each time:
 - warm-up: once at --perturb 0 (templates loaded), then once at --perturb K, which builds the perturbed copies
   (cached like templates): its wall time, and its excess over the median at K, are the one-off build cost,
   printed apart and left out of the medians;
@@ -27,7 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from bot.base.results import RunResult, read_run  # noqa: E402
-from bot.base.settings import Settings  # noqa: E402
+from bot.base.settings import ENV_CACHE_DIR, Settings  # noqa: E402
 from bot.cases.importers import import_defog  # noqa: E402
 from bot.db.provision import provision  # noqa: E402
 
@@ -39,11 +40,11 @@ def has_perturb_flag() -> bool:
     return "--perturb" in helptext
 
 
-def run_once(suite: Path, dsn: str, k: int, out: Path) -> tuple[float, RunResult]:
+def run_once(suite: Path, dsn: str, k: int, out: Path, env: dict[str, str]) -> tuple[float, RunResult]:
     argv = [sys.executable, "-m", "bot", "run", str(suite), "--agent", "gold", "--dsn", dsn]
     argv += ["--perturb", str(k), "--no-answer-cache", "--out", str(out), "-q"]
     started = time.perf_counter()
-    proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
+    proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, env=env)
     took = time.perf_counter() - started
     if proc.returncode not in (0, 1):  # 1: some case did not pass (counted below); 2: the run itself failed
         sys.exit(f"--perturb {k}: exit {proc.returncode}\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
@@ -65,7 +66,7 @@ def main() -> int:
     ap.add_argument("--shared", default=str(REPO.parent / "shared"))
     ap.add_argument("--dsn")
     ap.add_argument("--k", type=int, default=3, help="perturbed copies per database (default 3)")
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     if not has_perturb_flag():
         print("this sqlcanary has no `run --perturb` yet: nothing to measure", file=sys.stderr)
@@ -79,16 +80,19 @@ def main() -> int:
                 print(f"no defog dataset at {src}", file=sys.stderr)
                 return 2
             import_defog(src, suite)
-        # Held by this process for the whole script: every run reuses it (no server start in the timings).
-        server = provision(dsn=args.dsn, cache_dir=Settings.from_environ(os.environ).embedded_dir)
+        # A private cache (no copies or rankings from earlier runs: the one-off cost is the whole of it) and,
+        # without --dsn, a private embedded server held by this process for the whole script (no server start in
+        # the timings).
+        env = {**os.environ, ENV_CACHE_DIR: str(root / "cache")}
+        server = provision(dsn=args.dsn, cache_dir=Settings.from_environ(env).embedded_dir)
         dsn = server.admin_dsn
-        run_once(suite, dsn, 0, root / "warm-0.json")
-        build, _ = run_once(suite, dsn, args.k, root / "warm-k.json")
+        run_once(suite, dsn, 0, root / "warm-0.json", env)
+        build, _ = run_once(suite, dsn, args.k, root / "warm-k.json", env)
         times: dict[int, list[float]] = {0: [], args.k: []}
         last: dict[int, RunResult] = {}
         for i in range(args.rounds):
             for k in (0, args.k):
-                took, last[k] = run_once(suite, dsn, k, root / f"run-{k}-{i}.json")
+                took, last[k] = run_once(suite, dsn, k, root / f"run-{k}-{i}.json", env)
                 times[k].append(took)
     med = {k: statistics.median(t) for k, t in times.items()}
     print(f"{suite.name}: sqlcanary run --agent gold, PostgreSQL {server.version} ({server.kind})")
