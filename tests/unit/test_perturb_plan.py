@@ -88,3 +88,13 @@ def test_a_bad_perturb_names_the_file_and_line(tmp_path, value):
     with pytest.raises(CaseFileError) as err:
         _suite(tmp_path, {}, {"perturb": value})
     assert "suite.yml" in str(err.value) and "perturb" in str(err.value)
+
+
+def test_a_check_runs_both_trees_with_the_same_perturb():
+    from bot.run.request import RunRequest
+
+    argv = RunRequest(suite="s", perturb=3).run_argv()
+    assert argv[argv.index("--perturb") + 1] == "3"
+    assert "--perturb" not in RunRequest(suite="s").run_argv()
+    with pytest.raises(Exception, match="--perturb must be between 0 and 16"):
+        RunRequest(perturb=17)
