@@ -37,15 +37,25 @@ def _int_literal(node: exp.Expression | None) -> int | None:
     return None
 
 
+_TAIL = ("order", "limit", "offset")  # the clauses PostgreSQL lets follow a parenthesised query
+
+
 def _unwrap(tree: Any) -> Any:
-    """`(SELECT ... ORDER BY x)` orders its rows like the query inside the parentheses."""
-    while (
-        isinstance(tree, exp.Paren | exp.Subquery)
-        and not tree.args.get("order")
-        and not tree.args.get("limit")
-    ):
-        tree = tree.this
-    return tree
+    """`(SELECT ... ORDER BY x)` is the query inside the parentheses, and `(SELECT ... ORDER BY x) LIMIT n` is
+    `SELECT ... ORDER BY x LIMIT n`: PostgreSQL merges the ORDER BY, LIMIT and OFFSET written after the parentheses
+    into the query inside (each clause at most once). Returns a copy when it merges: the parsed tree is cached."""
+    if not isinstance(tree, exp.Paren | exp.Subquery):
+        return tree
+    inner = _unwrap(tree.this)
+    tail = {k: tree.args[k] for k in _TAIL if tree.args.get(k)}
+    if not tail:
+        return inner
+    if not isinstance(inner, exp.Select | exp.SetOperation) or any(inner.args.get(k) for k in tail):
+        return tree  # PostgreSQL refuses a clause given twice; nothing here is sure
+    merged = inner.copy()
+    for k, node in tail.items():
+        merged.set(k, node.copy())
+    return merged
 
 
 def _parse_uncached(sql: str) -> exp.Expression | None:
