@@ -1,0 +1,115 @@
+"""Mutation testing of the verdict code: does a test fail when the decision logic changes? (issue 18)
+
+    python -m benchmarks.mutation.run [--modules scoring/values compare/gate ...] [--max-children 2] [--table-only]
+
+Runs mutmut 3 (the `test` extra; settings in pyproject.toml's [tool.mutmut]) over the decision modules, one mutant
+at a time in a forked test process: the unit tests (tests/unit) and every annotated pair of tests/fixtures/verdicts
+run through the CLI on PostgreSQL (benchmarks/mutation/test_verdict_fixtures.py, one test for all pairs). mutmut
+runs, for each mutant, the tests that reached the mutated function in a first traced run. Then prints a table per
+module: mutants, killed, survived (mutmut's "no tests" counted as survived), timeout, killed %.
+
+mutmut works in ./mutants (a mutated copy of bot/ and the tests; git-ignored) and keeps each mutant's result there:
+`mutmut show NAME` prints a mutant's diff, `mutmut results` lists survivors. benchmarks/mutation/RESULTS.md holds
+the last table and names every survivor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+MODULES = (  # in the order issue 18 asks for them
+    "scoring/values",
+    "scoring/order",
+    "compare/gate",
+    "compare/transitions",
+    "compare/comparison",
+    "compare/comparable",
+)
+STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "survived", 33: "survived", 36: "timeout"}
+TIMEOUTS = {24, -24, 152, 255}  # SIGXCPU and friends: mutmut's timeouts
+COLUMNS = ("module", "mutants", "killed", "survived", "timeout", "killed %")
+
+
+def module_glob(module: str) -> str:
+    return "bot." + module.replace("/", ".").removesuffix(".py") + ".*"
+
+
+def meta_path(module: str) -> Path:
+    return REPO / "mutants" / "bot" / f"{module.removesuffix('.py')}.py.meta"
+
+
+def status_of(code: int | None) -> str:
+    if code is None:
+        return "not checked"
+    return "timeout" if code in TIMEOUTS else STATUS.get(code, "other")
+
+
+def counts(module: str) -> Counter[str]:
+    path = meta_path(module)
+    if not path.exists():
+        return Counter()
+    codes = json.loads(path.read_text(encoding="utf-8"))["exit_code_by_key"]
+    return Counter(status_of(code) for code in codes.values())
+
+
+def survivors(module: str) -> list[str]:
+    path = meta_path(module)
+    if not path.exists():
+        return []
+    codes = json.loads(path.read_text(encoding="utf-8"))["exit_code_by_key"]
+    return sorted(name for name, code in codes.items() if status_of(code) == "survived")
+
+
+def table(modules: list[str]) -> str:
+    rows = [COLUMNS, tuple("---" for _ in COLUMNS)]
+    for module in modules:
+        c = counts(module)
+        total = sum(c.values())
+        pct = f"{100 * c['killed'] / total:.1f}" if total else "n/a"
+        rows.append(
+            (f"bot/{module}.py", str(total), str(c["killed"]), str(c["survived"]), str(c["timeout"]), pct)
+        )
+    return "\n".join("| " + " | ".join(row) + " |" for row in rows)
+
+
+def run_mutmut(modules: list[str], max_children: int) -> int:
+    env = dict(os.environ)
+    env.setdefault("SQLCANARY_SHARED", str(REPO.parent / "shared"))  # the copy in ./mutants has no ../shared
+    argv = [sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children)]
+    argv += [module_glob(m) for m in modules]
+    print("$", " ".join(argv[1:]), flush=True)
+    return subprocess.run(argv, cwd=REPO, env=env, check=False).returncode
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument(
+        "--modules", nargs="+", default=list(MODULES), help="e.g. scoring/values compare/gate"
+    )
+    parser.add_argument("--max-children", type=int, default=2, help="parallel test processes (default 2)")
+    parser.add_argument("--table-only", action="store_true", help="print the last results, run nothing")
+    parser.add_argument("--survivors", action="store_true", help="also list the surviving mutants' names")
+    args = parser.parse_args(argv)
+    modules = [m.removeprefix("bot/").removesuffix(".py") for m in args.modules]
+    unknown = [m for m in modules if not (REPO / "bot" / f"{m}.py").is_file()]
+    if unknown:
+        parser.error(f"no such module under bot/: {', '.join(unknown)}")
+    rc = 0 if args.table_only else run_mutmut(modules, args.max_children)
+    print()
+    print(table(modules))
+    if args.survivors:
+        for module in modules:
+            for name in survivors(module):
+                print(f"survived: {name}")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
