@@ -2,21 +2,21 @@
 
 A cache filled by one test answers the next one from what an earlier version of the code computed: under mutation
 testing (benchmarks/mutation) the forked test process inherits the clean run's caches, so a mutant would never run;
-and a test that reads a cached answer is not recorded as covering the function. Every `lru_cache` of the verdict
-code is listed here.
+and a test that reads a cached answer is not recorded as covering the function. tests/unit/test_caches.py checks
+that every `lru_cache` of bot/scoring and bot/compare is listed here.
 """
 
 from __future__ import annotations
 
+from typing import Any
 
-def clear_decision_caches() -> None:
+
+def decision_caches() -> list[Any]:
     from bot.scoring import order
 
-    for cached in (
-        order._parse,
-        order.order_info,
-        order.with_limit,
-        order.with_order_keys,
-        order.without_distinct,
-    ):
+    return [order._parse, order.order_info, order.with_limit, order.with_order_keys, order.without_distinct]
+
+
+def clear_decision_caches() -> None:
+    for cached in decision_caches():
         cached.cache_clear()
