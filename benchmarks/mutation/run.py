@@ -67,6 +67,35 @@ def survivors(module: str) -> list[str]:
     return sorted(name for name, code in codes.items() if status_of(code) == "survived")
 
 
+def _function_line(lines: list[str], mutant: str) -> int:
+    """The line (0-based) of the function a mutant changes: `x_close`, `x__pct`, `xǁJsonǁ__init__`."""
+    name = mutant.rpartition(".")[2].rsplit("__mutmut_", 1)[0]
+    if name.startswith("xǁ"):
+        cls, _, func = name[2:].partition("ǁ")
+        start = next(i for i, line in enumerate(lines) if line.startswith(f"class {cls}"))
+    else:
+        start, func = 0, name[2:]
+    return next(i for i, line in enumerate(lines) if i >= start and line.lstrip().startswith(f"def {func}("))
+
+
+def describe(module: str, mutant: str) -> tuple[int, str, str]:
+    """(line, what was there, what the mutant wrote) for one mutant, from `mutmut show`."""
+    shown = subprocess.run(
+        [sys.executable, "-m", "mutmut", "show", mutant],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.splitlines()
+    minus = [line[1:].strip() for line in shown if line.startswith("-") and not line.startswith("---")]
+    plus = [line[1:].strip() for line in shown if line.startswith("+") and not line.startswith("+++")]
+    lines = (REPO / "bot" / f"{module}.py").read_text(encoding="utf-8").splitlines()
+    start = _function_line(lines, mutant)
+    first = minus[0] if minus else ""
+    at = next((i for i in range(start, len(lines)) if lines[i].strip() == first), start)
+    return at + 1, " ".join(minus), " ".join(plus)
+
+
 def table(modules: list[str]) -> str:
     rows = [COLUMNS, tuple("---" for _ in COLUMNS)]
     for module in modules:
@@ -107,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.survivors:
         for module in modules:
             for name in survivors(module):
-                print(f"survived: {name}")
+                line, was, now = describe(module, name)
+                print(f"survived: {name} | bot/{module}.py:{line} | `{was}` -> `{now}`")
     return rc
 
 
