@@ -1,6 +1,7 @@
 """Mutation testing of the verdict code: does a test fail when the decision logic changes? (issue 18)
 
-    python -m benchmarks.mutation.run [--modules scoring/values compare/gate ...] [--max-children 2] [--table-only]
+    python -m benchmarks.mutation.run [--modules scoring/values compare/gate ...] [--max-children 2] [--confirm]
+                                      [--table-only] [--survivors]
 
 Runs mutmut 3 (the `test` extra; settings in pyproject.toml's [tool.mutmut]) over the decision modules, one mutant
 at a time in a forked test process: the unit tests (tests/unit) and every annotated pair of tests/fixtures/verdicts
@@ -108,12 +109,19 @@ def table(modules: list[str]) -> str:
     return "\n".join("| " + " | ".join(row) + " |" for row in rows)
 
 
-def run_mutmut(modules: list[str], max_children: int) -> int:
+def killed(module: str) -> list[str]:
+    path = meta_path(module)
+    codes = json.loads(path.read_text(encoding="utf-8"))["exit_code_by_key"] if path.exists() else {}
+    return sorted(name for name, code in codes.items() if status_of(code) == "killed")
+
+
+def run_mutmut(names: list[str], max_children: int) -> int:
     env = dict(os.environ)
     env.setdefault("SQLCANARY_SHARED", str(REPO.parent / "shared"))  # the copy in ./mutants has no ../shared
-    argv = [sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children)]
-    argv += [module_glob(m) for m in modules]
-    print("$", " ".join(argv[1:]), flush=True)
+    env.setdefault("PYTHONHASHSEED", "0")  # the same set and dict orders in every run: results repeat
+    argv = [sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children), *names]
+    shown = names if len(names) <= 6 else [*names[:3], f"... ({len(names)} mutants)"]
+    print("$", " ".join([*argv[1:6], *shown]), flush=True)
     return subprocess.run(argv, cwd=REPO, env=env, check=False).returncode
 
 
@@ -125,12 +133,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-children", type=int, default=2, help="parallel test processes (default 2)")
     parser.add_argument("--table-only", action="store_true", help="print the last results, run nothing")
     parser.add_argument("--survivors", action="store_true", help="also list the surviving mutants' names")
+    parser.add_argument(
+        "--confirm",
+        action="store_true",
+        help="run every killed mutant a second time: a kill that does not repeat (a test that failed for another "
+        "reason, such as a loaded machine) is recorded as it comes out the second time",
+    )
     args = parser.parse_args(argv)
     modules = [m.removeprefix("bot/").removesuffix(".py") for m in args.modules]
     unknown = [m for m in modules if not (REPO / "bot" / f"{m}.py").is_file()]
     if unknown:
         parser.error(f"no such module under bot/: {', '.join(unknown)}")
-    rc = 0 if args.table_only else run_mutmut(modules, args.max_children)
+    rc = 0 if args.table_only else run_mutmut([module_glob(m) for m in modules], args.max_children)
+    if args.confirm and not args.table_only:
+        first = table(modules)
+        print("\nfirst pass:\n" + first + "\n\nconfirming the kills:", flush=True)
+        rc = run_mutmut([name for m in modules for name in killed(m)], args.max_children) or rc
     print()
     print(table(modules))
     if args.survivors:
