@@ -89,3 +89,11 @@ def _no_answer_cache():
     patch.setenv("SQLCANARY_ANSWER_CACHE", "off")
     yield
     patch.undo()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_decision_caches():
+    """Each test computes its verdicts afresh (tests/support/caches.py says why)."""
+    from tests.support.caches import clear_decision_caches
+
+    clear_decision_caches()

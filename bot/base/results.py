@@ -22,7 +22,7 @@ from bot.base.errors import ResultFileError
 
 SCHEMA_VERSION = 1
 # Bumped whenever a scorer's decision rules change: runs scored by different versions are not comparable.
-EVALUATOR_VERSION = "2"
+EVALUATOR_VERSION = "3"
 
 Status = Literal["passed", "failed", "invalid", "errored"]
 STATUSES: tuple[Status, ...] = ("passed", "failed", "invalid", "errored")

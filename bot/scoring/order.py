@@ -6,7 +6,7 @@ Found by parsing (sqlglot), never by looking for the substring "order by".
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache  # `f = lru_cache(...)(_f_uncached)`: mutmut mutates the undecorated function
 from typing import Any
 
 import sqlglot
@@ -37,27 +37,38 @@ def _int_literal(node: exp.Expression | None) -> int | None:
     return None
 
 
+_TAIL = ("order", "limit", "offset")  # the clauses PostgreSQL lets follow a parenthesised query
+
+
 def _unwrap(tree: Any) -> Any:
-    """`(SELECT ... ORDER BY x)` orders its rows like the query inside the parentheses."""
-    while (
-        isinstance(tree, exp.Paren | exp.Subquery)
-        and not tree.args.get("order")
-        and not tree.args.get("limit")
-    ):
-        tree = tree.this
-    return tree
+    """`(SELECT ... ORDER BY x)` is the query inside the parentheses, and `(SELECT ... ORDER BY x) LIMIT n` is
+    `SELECT ... ORDER BY x LIMIT n`: PostgreSQL merges the ORDER BY, LIMIT and OFFSET written after the parentheses
+    into the query inside (each clause at most once). Returns a copy when it merges: the parsed tree is cached."""
+    if not isinstance(tree, exp.Paren | exp.Subquery):
+        return tree
+    inner = _unwrap(tree.this)
+    tail = {k: tree.args[k] for k in _TAIL if tree.args.get(k)}
+    if not tail:
+        return inner
+    if not isinstance(inner, exp.Select | exp.SetOperation) or any(inner.args.get(k) for k in tail):
+        return tree  # PostgreSQL refuses a clause given twice; nothing here is sure
+    merged = inner.copy()
+    for k, node in tail.items():
+        merged.set(k, node.copy())
+    return merged
 
 
-@lru_cache(maxsize=4096)
-def _parse(sql: str) -> exp.Expression | None:
+def _parse_uncached(sql: str) -> exp.Expression | None:
     try:
         return _unwrap(sqlglot.parse_one(sql, read="postgres"))
     except Exception:  # noqa: BLE001 - sqlglot raises several kinds; unparsable means unknown
         return None
 
 
-@lru_cache(maxsize=4096)
-def order_info(sql: str) -> OrderInfo:
+_parse = lru_cache(maxsize=4096)(_parse_uncached)
+
+
+def _order_info_uncached(sql: str) -> OrderInfo:
     tree = _parse(sql)
     if tree is None:
         return NO_ORDER
@@ -69,6 +80,9 @@ def order_info(sql: str) -> OrderInfo:
         return OrderInfo(ordered=False, limit=limit, offset=offset, has_distinct=distinct)
     keys = tuple(o.this.sql(dialect="postgres") for o in order.expressions)
     return OrderInfo(ordered=True, keys=keys, limit=limit, offset=offset, has_distinct=distinct)
+
+
+order_info = lru_cache(maxsize=4096)(_order_info_uncached)
 
 
 def _top_select(tree: Any) -> exp.Select | None:
@@ -154,8 +168,7 @@ def key_positions(sql: str, info: OrderInfo, columns: tuple[str, ...]) -> tuple[
     return tuple(p for p in positions if p is not None)
 
 
-@lru_cache(maxsize=4096)
-def with_limit(sql: str, limit: int) -> str | None:
+def _with_limit_uncached(sql: str, limit: int) -> str | None:
     """The same query with another LIMIT (to probe for ties cut by the limit); None if it cannot be rewritten."""
     tree = _parse(sql)
     if not isinstance(tree, exp.Select | exp.SetOperation):
@@ -166,11 +179,13 @@ def with_limit(sql: str, limit: int) -> str | None:
         return None
 
 
+with_limit = lru_cache(maxsize=4096)(_with_limit_uncached)
+
+
 KEY_PREFIX = "__sqlcanary_k"
 
 
-@lru_cache(maxsize=4096)
-def with_order_keys(sql: str) -> str | None:
+def _with_order_keys_uncached(sql: str) -> str | None:
     """The gold with its ORDER BY keys appended as output columns (`__sqlcanary_k0`, ...), so that the runs of
     equal keys can be found when the keys are not among the outputs. None for shapes where that changes rows."""
     tree = _parse(sql)
@@ -185,6 +200,9 @@ def with_order_keys(sql: str) -> str | None:
         return probe.sql(dialect="postgres")
     except Exception:  # noqa: BLE001
         return None
+
+
+with_order_keys = lru_cache(maxsize=4096)(_with_order_keys_uncached)
 
 
 def _output_name(node: exp.Expression) -> str | None:
@@ -218,8 +236,7 @@ def _key_value(key: exp.Expression, select: exp.Select) -> exp.Expression | None
     return key.copy()
 
 
-@lru_cache(maxsize=4096)
-def without_distinct(sql: str) -> str:
+def _without_distinct_uncached(sql: str) -> str:
     """The query with every DISTINCT removed, as Spider's test-suite evaluator does by default; unchanged when it
     cannot be parsed."""
     try:
@@ -244,3 +261,6 @@ def without_distinct(sql: str) -> str:
         return tree.transform(strip).sql(dialect="postgres")
     except Exception:  # noqa: BLE001
         return sql
+
+
+without_distinct = lru_cache(maxsize=4096)(_without_distinct_uncached)
