@@ -79,3 +79,12 @@ def test_compare_runs_judges_edited_cases_by_the_base_version_too() -> None:
     assert judged.verdict == "regressions" and judged.cases[0].against_base == "failed"
     assert judged.reasons[0].startswith("1 edited case(s) passed on base, and the head's answer fails")
     assert compare_runs(base, head).verdict == "pass"
+
+
+def test_runs_checked_on_different_numbers_of_perturbed_copies_are_not_comparable() -> None:
+    reason = (
+        "perturbed copies: 0 in base, 3 in head (`--perturb`): a pass on more copies is a stricter verdict"
+    )
+    assert incomparable_reasons(with_meta(perturb=None), with_meta(perturb=3)) == [reason]
+    assert incomparable_reasons(with_meta(perturb=0), with_meta(perturb=None)) == []
+    assert incomparable_reasons(with_meta(perturb=2), with_meta(perturb=2)) == []
