@@ -86,5 +86,8 @@ def test_runs_checked_on_different_numbers_of_perturbed_copies_are_not_comparabl
         "perturbed copies: 0 in base, 3 in head (`--perturb`): a pass on more copies is a stricter verdict"
     )
     assert incomparable_reasons(with_meta(perturb=None), with_meta(perturb=3)) == [reason]
+    assert incomparable_reasons(with_meta(perturb=3), with_meta(perturb=None)) == [
+        reason.replace("0 in base, 3 in head", "3 in base, 0 in head")
+    ]
     assert incomparable_reasons(with_meta(perturb=0), with_meta(perturb=None)) == []
     assert incomparable_reasons(with_meta(perturb=2), with_meta(perturb=2)) == []
