@@ -20,9 +20,8 @@ class Column:
     name: str
     type: str
     not_null: bool
-    generated: (
-        bool  # GENERATED ALWAYS AS (...): never written; identity and serial columns are (fresh when keys)
-    )
+    # GENERATED ALWAYS AS (...): never written (identity and serial columns are, with fresh values when keys)
+    generated: bool
     unique: bool
 
 
