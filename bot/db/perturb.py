@@ -25,6 +25,7 @@ from bot.db.templates import (
     admin_connect,
     clone_database,
     drop_database,
+    drop_databases,
     promote_template,
     runner_dsn,
 )
@@ -138,19 +139,7 @@ class Clones:
         with self._lock:
             names = [db.name for db in self._made.values()]
             self._made.clear()
-        if not names:
-            return
-        try:
-            with closing(admin_connect(self.server)) as conn, conn.cursor() as cur:
-                for name in names:
-                    cur.execute(
-                        sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-                    )
-        except psycopg2.Error:
-            for (
-                name
-            ) in names:  # the server may be gone; whatever is left is dropped one by one, or by a later run
-                drop_database(self.server, name)
+        drop_databases(self.server, names)
 
 
 @contextmanager

@@ -55,9 +55,8 @@ class Change:
     # set/null/tie/period: change the picked rows themselves, rather than add changed copies of them (a real row
     # then leaves the gold's result, or a group loses its last row of a kind)
     in_place: bool = False
-    partner: tuple[str, str, str] | None = (
-        None  # family: (this table's join column, the other table, its column)
-    )
+    # family: (this table's join column, the other table, its column)
+    partner: tuple[str, str, str] | None = None
 
     def describe(self, *, added: bool = False) -> str:
         """In words: `added` when the change was made on copies of rows (the real rows left as they were)."""

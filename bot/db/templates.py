@@ -9,7 +9,7 @@ import re
 import secrets
 import subprocess
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -208,9 +208,25 @@ def clone_database(server: Server, template: str, name: str) -> None:
 
 
 def drop_database(server: Server, name: str) -> None:
+    drop_databases(server, [name])
+
+
+def drop_databases(server: Server, names: Iterable[str]) -> None:
+    """Drop `names` over one admin connection; one that cannot be dropped is left (a later run's clean-up, or
+    `db clean`, takes it)."""
+    names = list(names)
+    if not names:
+        return
     try:
         with closing(admin_connect(server)) as conn, conn.cursor() as cur:
-            cur.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+            for name in names:
+                try:
+                    cur.execute(
+                        sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+                    )
+                except psycopg2.Error:
+                    if conn.closed:
+                        return
     except psycopg2.Error:
         pass  # the server may be gone; nothing left to clean
 
@@ -266,7 +282,6 @@ def working_databases(
             )
         yield out
     finally:
-        for name in made:
-            drop_database(server, name)
+        drop_databases(server, made)
         if out:
             prune_templates(server, prune or PrunePolicy(), keep={db.template for db in out.values()})

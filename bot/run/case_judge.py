@@ -53,11 +53,11 @@ def judge_answer(
     except ConnectionLost:
         session.reset()  # one retry on a fresh connection, then the run stops
         evs = [evaluate_case(case, s, session, options=options, scratch=scratch) for s in sqls]
-    if case.category != "management":  # each SQL on the copies against the gold alternative it matched
-        evs = [
-            with_perturbation(e, case, s, session, options, copies, perturb)
-            for e, s in zip(evs, sqls, strict=True)
-        ]
+    # Each SQL on the copies against the gold alternative it matched (`perturb` is 0 but for query cases).
+    evs = [
+        with_perturbation(e, case, s, session, options, copies, perturb)
+        for e, s in zip(evs, sqls, strict=True)
+    ]
     ev = _combine_alternatives(evs) if len(evs) > 1 else evs[0]
     if ev.status == "failed" or (structural and ev.status == "passed"):
         sv = _structural(case, answer.sql, session, schemas)

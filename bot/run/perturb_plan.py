@@ -28,9 +28,13 @@ def pool_size(k: int) -> int:
     return max(k, POOL_MIN) if k > 0 else 0
 
 
-Joins = dict[
-    str, list[tuple[str, str, str]]
-]  # table -> (its join column, the other table, that one's column)
+def _variant(copy: int) -> int:
+    """Which of a kind's values (boundary step, period edge, tie end) a copy takes: copies of the same mix differ."""
+    return copy // len(_MIXES) + copy
+
+
+# table -> (its join column, the other table, that one's column)
+Joins = dict[str, list[tuple[str, str, str]]]
 
 
 def _joins(targets: tuple[Target, ...]) -> Joins:
@@ -47,7 +51,7 @@ def _families(t: Target, copy: int, joins: Joins) -> Iterable[Change]:
     row sits at the boundary exists (an empty group once a filter is applied)."""
     if "orphan" not in _MIXES[copy % len(_MIXES)] or t.kind not in ("boundary", "null") or not t.column:
         return
-    variant = copy // len(_MIXES) + copy
+    variant = _variant(copy)
     values = boundary_values(t.value, t.kind) if t.kind == "boundary" and t.value else ("NULL",)
     for partner in joins.get(t.table, ())[:2]:
         if values:
@@ -66,7 +70,7 @@ def _changes(t: Target, copy: int, joins: Joins) -> Iterable[Change]:
 def _kind_changes(t: Target, copy: int) -> Iterable[Change]:
     if t.kind not in _MIXES[copy % len(_MIXES)]:
         return
-    variant = copy // len(_MIXES) + copy
+    variant = _variant(copy)
     if t.kind == "boundary" and t.column and t.value:
         values = boundary_values(t.value, t.kind)
         if values:
