@@ -123,8 +123,8 @@ def million_rows(dsn: str) -> tuple[float, float]:
     s = Session(dsn, statement_timeout_ms=120_000, row_cap=2_000_000)
     s.begin(read_only=True)
     t0 = time.perf_counter()
-    a = s.fetch(sql, untrusted=False).result
-    b = s.fetch(sql + " ORDER BY i DESC", untrusted=False).result
+    a = s.fetch(sql).result
+    b = s.fetch(sql + " ORDER BY i DESC").result
     fetch = time.perf_counter() - t0
     s.rollback()
     s.close()

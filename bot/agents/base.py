@@ -33,7 +33,8 @@ class AgentContext:
     """What an adapter may need besides the case: where relative paths start, and free-form options.
 
     `env`: when set, a process agent (`command:`) runs with exactly this environment (build it with
-    bot.agents.env.agent_environment); None inherits sqlcanary's own, as before. `secrets`: values masked out of
+    bot.agents.env.agent_environment); None gives it PATH=os.defpath only, never sqlcanary's own environment
+    (bot.base.childenv). `secrets`: values masked out of
     everything an answer carries (error, stderr, SQL, `used`), so an agent that prints a token it found cannot
     put it into a report. Neither is ever printed (repr=False)."""
 

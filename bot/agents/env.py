@@ -20,32 +20,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 
+from bot.base.childenv import LOCALE_PREFIXES, PROCESS_NAMES
 from bot.base.errors import ConfigError
 from bot.base.secrets import is_secret_name
 
-BASE_NAMES = frozenset(
-    {
-        "PATH",
-        "HOME",
-        "USER",
-        "LOGNAME",
-        "LANG",
-        "LANGUAGE",
-        "TZ",
-        "TMPDIR",
-        "TEMP",
-        "TMP",
-        "SHELL",
-        "TERM",
-        "PYTHONPATH",
-        "VIRTUAL_ENV",
-        "SYSTEMROOT",
-        "WINDIR",
-        "COMSPEC",
-        "PATHEXT",  # Windows: a process cannot start without them
-    }
-)
-BASE_PREFIXES = ("LC_",)
+# bot.base.childenv's allow-list (what every child of sqlcanary gets), plus what an agent's programs use.
+BASE_NAMES = PROCESS_NAMES | frozenset({"SHELL", "TERM", "PYTHONPATH", "VIRTUAL_ENV"})
+BASE_PREFIXES = LOCALE_PREFIXES
 # Never passed, whoever names them in `agent.env`: the runner's and the Action's credentials and files, the
 # database's superuser and passwords, sqlcanary's own settings.
 FORBIDDEN_PREFIXES = ("GITHUB_", "ACTIONS_", "INPUT_", "RUNNER_", "SQLCANARY_")

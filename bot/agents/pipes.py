@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bot.base.childenv import allow_listed
 from bot.base.errors import AgentError
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ def size_words(n: int) -> str:
 
 def resolve_argv(cmd: str, base_dir: str, *, env: Mapping[str, str] | None = None) -> list[str]:
     """Split CMD and make sure its program can start, so a typo fails the run at once rather than every case.
-    A bare name is looked up on PATH (the PATH of `env` when the agent gets one: where the process will look),
+    A bare name is looked up on PATH (the PATH of `env`, os.defpath without one: where the process will look),
     then in base_dir; a path with a slash is relative to base_dir (the folder of the config that names the
     agent), never to the current folder."""
     try:
@@ -52,7 +53,7 @@ def resolve_argv(cmd: str, base_dir: str, *, env: Mapping[str, str] | None = Non
             f"{path} does not exist" if Path(prog).is_absolute() else f"no file {path} (relative to {base})"
         )
     else:
-        search = None if env is None else os.pathsep.join(os.get_exec_path(dict(env)))
+        search = os.pathsep.join(os.get_exec_path(allow_listed(None) if env is None else dict(env)))
         if shutil.which(prog, path=search):
             return argv
         path = base / prog
@@ -71,7 +72,7 @@ def start(
     argv: list[str], cwd: str, *, env: Mapping[str, str] | None = None, sandbox: Sandbox | None = None
 ) -> subprocess.Popen[bytes]:
     """The agent in a session of its own, so a kill reaches the children it started; with exactly `env` as its
-    environment when given (None: sqlcanary's own); as the sandbox's user when there is one."""
+    environment (None: PATH=os.defpath only, never sqlcanary's own); as the sandbox's user when there is one."""
     pipes: dict[str, Any] = {
         "cwd": cwd,
         "stdin": subprocess.PIPE,
@@ -81,7 +82,8 @@ def start(
     }
     if sandbox is not None:
         return sandbox.popen(argv, env=env, **pipes)
-    return subprocess.Popen(argv, **pipes, start_new_session=True, env=None if env is None else dict(env))
+    child_env = allow_listed(None) if env is None else dict(env)
+    return subprocess.Popen(argv, **pipes, start_new_session=True, env=child_env)
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:

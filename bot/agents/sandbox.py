@@ -6,7 +6,8 @@ own, with umask 077, `no_new_privs` (through `setpriv`, so no setuid program giv
 home folder. As another user it cannot read the environment or the memory of sqlcanary's processes
 (/proc/<pid>/environ and /proc/<pid>/fd/* need the same user id, and the evaluator is non-dumpable besides),
 cannot write root's files, and cannot signal anything but its own processes. `close()` kills every process of
-that id (a `setsid` or double-forked child included) with a `kill(-1)` run as that id, then removes the home
+that id (a `setsid` or double-forked child included) with a `kill(-1)` run as that id, then removes what the id
+left in the folders every user may write and its System V IPC objects (bot.agents.leftovers), and the home
 folder.
 
 The switch of user id uses Python's C-level subprocess support (`user=`, `group=`, `extra_groups=`, `umask=`),
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.agents import reach
+from bot.agents.leftovers import remove_leftovers
 from bot.agents.user_ids import claim_free_id, processes_by_user
 from bot.base.errors import AgentError
 
@@ -154,6 +156,7 @@ class Sandbox:
         self.closed = True
         try:
             self.kill_all()
+            remove_leftovers(self.uid)  # its files in /tmp, /dev/shm..., its SysV IPC (bot.agents.leftovers)
             _remove(self.home)
         finally:
             with contextlib.suppress(OSError):

@@ -4,7 +4,6 @@ in a temporary worktree that is always removed (on error, Ctrl-C and SIGTERM too
 from __future__ import annotations
 
 import base64
-import os
 import shutil
 import signal
 import subprocess
@@ -14,9 +13,14 @@ import urllib.parse
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
+from bot.base.childenv import git_environment
 from bot.base.errors import ConfigError
+from bot.base.githarden import diff_args, hardening
+
+__all__ = ["Git", "git_environment", "token_header"]  # git_environment: bot.base.childenv's, for bot.github
 
 _TIMEOUT_S = 120
 
@@ -24,11 +28,12 @@ _TIMEOUT_S = 120
 @dataclass(frozen=True)
 class Git:
     """git in one folder, with an explicit environment: the one way sqlcanary runs git (the check's trees and
-    diff, the Action's fetch of the base, the repair branch's push fallback). `env` is git's whole environment
-    (None: the process's), so what a caller adds (a token as GIT_CONFIG_*, a GIT_DIR) reaches only this git."""
+    diff, the Action's fetch of the base, the repair branch's push fallback). `env` is git's whole environment,
+    never sqlcanary's own: build it with `git_environment(settings.environ)` (the default: PATH=os.defpath and
+    GIT_TERMINAL_PROMPT=0 only), so what a caller adds (a token as GIT_CONFIG_*, a GIT_DIR) reaches only this git."""
 
     cwd: Path
-    env: Mapping[str, str] | None = field(default=None, repr=False)
+    env: Mapping[str, str] = field(default_factory=lambda: git_environment(None), repr=False)
     timeout: float = _TIMEOUT_S
 
     def run(
@@ -42,12 +47,19 @@ class Git:
         """`git -c CONFIG... ARGS` (never raising for git's own exit code); exit 2 (ConfigError) when git is
         missing or does not finish in time. `errors="replace"` for output that may not be UTF-8 (a diff)."""
         limit = timeout or self.timeout
-        argv = ["git", *(item for c in config for item in ("-c", c)), *args]
+        probe = partial(self._exec, stdin=None, limit=limit, errors="replace")
+        settings = (*config, *hardening(lambda a: probe(["git", *a]), self.cwd))  # bot.base.githarden
+        argv = ["git", *(item for c in settings for item in ("-c", c)), *diff_args(args)]
+        return self._exec(argv, stdin=stdin, limit=limit, errors=errors)
+
+    def _exec(
+        self, argv: list[str], *, stdin: str | None, limit: float, errors: str
+    ) -> subprocess.CompletedProcess[str]:
         try:
             return subprocess.run(
                 argv,
                 cwd=self.cwd,
-                env=None if self.env is None else dict(self.env),
+                env=dict(self.env),
                 capture_output=True,
                 text=True,
                 errors=errors,
@@ -57,16 +69,8 @@ class Git:
         except FileNotFoundError as exc:
             raise ConfigError("git is not installed (sqlcanary needs it)") from exc
         except subprocess.TimeoutExpired as exc:
-            raise ConfigError(f"`git {' '.join(args[:2])}` did not finish within {limit:g}s") from exc
-
-
-_GIT_VARIABLES = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
-
-
-def git_environment(environ: Mapping[str, str] | None) -> dict[str, str]:
-    """What of the step's environment a git that carries a token gets: where programs and home are, the
-    locale; nothing else of it (no token, no input) reaches git."""
-    return {k: v for k, v in (environ or {}).items() if k in _GIT_VARIABLES} or {"PATH": os.defpath}
+            verb = " ".join(a for a in argv[1:] if not a.startswith("-") and "=" not in a)
+            raise ConfigError(f"`git {' '.join(verb.split()[:2])}` did not finish within {limit:g}s") from exc
 
 
 def token_header(token: str, *, url: str | None = None) -> dict[str, str]:
@@ -89,24 +93,30 @@ def token_header(token: str, *, url: str | None = None) -> dict[str, str]:
 
 
 def _git(
-    args: list[str], *, cwd: Path, timeout: float = _TIMEOUT_S, stdin: str | None = None
+    args: list[str],
+    *,
+    cwd: Path,
+    timeout: float = _TIMEOUT_S,
+    stdin: str | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    return Git(cwd, timeout=timeout).run(*args, stdin=stdin)
+    """git with the allow-listed part of `environ` (Settings.environ; None: PATH=os.defpath only)."""
+    return Git(cwd, env=git_environment(environ), timeout=timeout).run(*args, stdin=stdin)
 
 
-def git_sha(cwd: Path) -> str | None:
+def git_sha(cwd: Path, *, environ: Mapping[str, str] | None = None) -> str | None:
     """The commit checked out in `cwd`, or None outside a repository."""
     try:
-        out = Git(cwd, timeout=5).run("rev-parse", "HEAD")
+        out = _git(["rev-parse", "HEAD"], cwd=cwd, timeout=5, environ=environ)
     except (OSError, ConfigError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
-def repo_root(path: Path) -> Path | None:
+def repo_root(path: Path, *, environ: Mapping[str, str] | None = None) -> Path | None:
     """The root of the repository holding `path`, or None outside one (a plain folder is no error here)."""
     try:
-        out = Git(path, timeout=10).run("rev-parse", "--show-toplevel")
+        out = _git(["rev-parse", "--show-toplevel"], cwd=path, timeout=10, environ=environ)
     except (OSError, ConfigError):
         return None
     return Path(out.stdout.strip()).resolve() if out.returncode == 0 and out.stdout.strip() else None
@@ -118,11 +128,21 @@ def _z_list(out: subprocess.CompletedProcess[str], what: str) -> list[str]:
     return [p for p in out.stdout.split("\0") if p]
 
 
-def tree_contents(repo: Path, *, untracked_in: tuple[Path, ...] = ()) -> dict[str, str]:
+def tree_contents(
+    repo: Path,
+    *,
+    untracked_in: tuple[Path, ...] = (),
+    skip_untracked: tuple[str, ...] = (),
+    skip_untracked_names: tuple[str, ...] = (),
+) -> dict[str, str]:
     """Content ids of what a program in `repo` could read: every tracked file as it is in the working tree (the
     index's blob id where git sees no change, else the id of the file's current content; "<missing>" for a
-    deleted one), plus the untracked, unignored files under the folders `untracked_in`. Keys are paths relative
-    to the repository root, so two checkouts of one commit give the same map."""
+    deleted one), plus the untracked, unignored files under the folders `untracked_in`, but those under the
+    folders `skip_untracked` (relative to the repository root) or under a folder named in `skip_untracked_names`
+    anywhere (neither is ever listed, so never hashed). Keys are paths relative to the repository root, so two
+    checkouts of one commit give the same map."""
+    skipped = [f":(exclude,literal){p}" for p in skip_untracked]
+    skipped += [f":(exclude,glob)**/{name}/**" for name in skip_untracked_names]
     contents: dict[str, str] = {}
     for entry in _z_list(_git(["ls-files", "-s", "-z"], cwd=repo), "ls-files"):
         meta, _, path = entry.partition("\t")
@@ -133,7 +153,7 @@ def tree_contents(repo: Path, *, untracked_in: tuple[Path, ...] = ()) -> dict[st
             rel = folder.resolve().relative_to(repo).as_posix() or "."
         except ValueError:
             continue
-        listed = _git(["ls-files", "-z", "--others", "--exclude-standard", "--", rel], cwd=repo)
+        listed = _git(["ls-files", "-z", "--others", "--exclude-standard", "--", rel, *skipped], cwd=repo)
         changed.update(_z_list(listed, "ls-files --others"))
     present = sorted(p for p in changed if (repo / p).is_file())
     contents.update({p: "<missing>" for p in changed - set(present)})
@@ -146,40 +166,42 @@ def tree_contents(repo: Path, *, untracked_in: tuple[Path, ...] = ()) -> dict[st
     return contents
 
 
-def toplevel(cwd: Path) -> Path:
+def toplevel(cwd: Path, *, environ: Mapping[str, str] | None = None) -> Path:
     """The root of the repository holding `cwd`; ConfigError outside one."""
-    out = _git(["rev-parse", "--show-toplevel"], cwd=cwd)
+    out = _git(["rev-parse", "--show-toplevel"], cwd=cwd, environ=environ)
     if out.returncode != 0:
         raise ConfigError(f"{cwd} is not inside a git repository (sqlcanary check compares two commits)")
     return Path(out.stdout.strip()).resolve()
 
 
-def resolve_commit(repo: Path, ref: str) -> str:
+def resolve_commit(repo: Path, ref: str, *, environ: Mapping[str, str] | None = None) -> str:
     """The full sha of `ref`, which must name a commit. Refs that look like options are refused."""
     if not ref or ref.startswith("-") or any(ch.isspace() or ord(ch) < 32 for ch in ref):
         raise ConfigError(f"not a valid git ref: {ref!r}")
-    out = _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd=repo)
+    out = _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd=repo, environ=environ)
     sha = out.stdout.strip()
     if out.returncode != 0 or len(sha) < 40:
         raise ConfigError(f"git ref {ref!r} does not name a commit in {repo}")
     return sha
 
 
-def ref_exists(repo: Path, ref: str) -> bool:
+def ref_exists(repo: Path, ref: str, *, environ: Mapping[str, str] | None = None) -> bool:
     try:
-        resolve_commit(repo, ref)
+        resolve_commit(repo, ref, environ=environ)
     except ConfigError:
         return False
     return True
 
 
-def default_base_ref(repo: Path, branch: str | None = None) -> str:
+def default_base_ref(
+    repo: Path, branch: str | None = None, *, environ: Mapping[str, str] | None = None
+) -> str:
     """`branch` (a pull request's target branch: origin/<branch>, then <branch>), else origin/main when it
     exists, else main."""
     branch = (branch or "").strip()
     candidates = [f"origin/{branch}", branch] if branch else ["origin/main", "main"]
     for ref in candidates:
-        if ref_exists(repo, ref):
+        if ref_exists(repo, ref, environ=environ):
             return ref
     raise ConfigError(
         f"no base to compare with: none of {', '.join(candidates)} exists; pass --base REF "
@@ -205,7 +227,9 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 @contextmanager
-def worktree(repo: Path, sha: str, *, label: str = "base") -> Iterator[Path]:
+def worktree(
+    repo: Path, sha: str, *, label: str = "base", environ: Mapping[str, str] | None = None
+) -> Iterator[Path]:
     """`git worktree add --detach` of `sha` in a temporary folder; removed on the way out, whatever happens."""
     holder = Path(tempfile.mkdtemp(prefix=f"sqlcanary-{label}-"))
     # The agent may run as an unprivileged user of its own (bot.agents.sandbox): let it reach the tree.
@@ -213,49 +237,54 @@ def worktree(repo: Path, sha: str, *, label: str = "base") -> Iterator[Path]:
     path = holder / "tree"
     with _sigterm_as_interrupt():
         try:
-            out = _git(["worktree", "add", "--detach", "--quiet", str(path), sha], cwd=repo)
+            out = _git(["worktree", "add", "--detach", "--quiet", str(path), sha], cwd=repo, environ=environ)
             if out.returncode != 0:
                 raise ConfigError(f"git worktree add failed for {sha[:12]}: {out.stderr.strip()[:500]}")
             yield path
         finally:
-            remove_worktree(repo, path)
+            remove_worktree(repo, path, environ=environ)
             shutil.rmtree(holder, ignore_errors=True)
 
 
-def remove_worktree(repo: Path, path: Path) -> None:
+def remove_worktree(repo: Path, path: Path, *, environ: Mapping[str, str] | None = None) -> None:
     """Best effort: `git worktree remove --force`, then delete what is left and prune git's record of it."""
     try:
-        _git(["worktree", "remove", "--force", str(path)], cwd=repo, timeout=60)
+        _git(["worktree", "remove", "--force", str(path)], cwd=repo, timeout=60, environ=environ)
     except ConfigError:
         pass
     shutil.rmtree(path, ignore_errors=True)
     try:
-        _git(["worktree", "prune"], cwd=repo, timeout=60)
+        _git(["worktree", "prune"], cwd=repo, timeout=60, environ=environ)
     except ConfigError:
         pass
 
 
-def committed_under(repo: Path, folder: Path, revs: tuple[str, ...] = ("HEAD",)) -> list[str]:
+def committed_under(
+    repo: Path, folder: Path, revs: tuple[str, ...] = ("HEAD",), *, environ: Mapping[str, str] | None = None
+) -> list[str]:
     """Files under `folder` that git tracks (the index) or that any of `revs` holds, relative to the repository:
     what a commit could have planted there. Empty when `folder` is outside the repository."""
     try:
         rel = folder.resolve().relative_to(repo.resolve()).as_posix()
     except ValueError:
         return []
-    found = set(_z_list(_git(["ls-files", "-z", "--", rel or "."], cwd=repo), "ls-files"))
+    found = set(_z_list(_git(["ls-files", "-z", "--", rel or "."], cwd=repo, environ=environ), "ls-files"))
     for rev in revs:
-        out = _git(["ls-tree", "-r", "-z", "--name-only", rev, "--", rel or "."], cwd=repo)
+        out = _git(["ls-tree", "-r", "-z", "--name-only", rev, "--", rel or "."], cwd=repo, environ=environ)
         if out.returncode == 0:
             found.update(p for p in out.stdout.split("\0") if p)
     return sorted(found)
 
 
-def commit_files(root: Path, files: tuple[str, ...], message: str) -> str:
-    """Commit exactly `files` (relative to `root`) on the current branch; the new commit's sha."""
-    if _git(["rev-parse", "--is-inside-work-tree"], cwd=root).returncode != 0:
+def commit_files(
+    root: Path, files: tuple[str, ...], message: str, *, environ: Mapping[str, str] | None = None
+) -> str:
+    """Commit exactly `files` (relative to `root`) on the current branch; the new commit's sha. `environ` gives
+    git its identity (GIT_AUTHOR_*, GIT_COMMITTER_*, or HOME's config)."""
+    if _git(["rev-parse", "--is-inside-work-tree"], cwd=root, environ=environ).returncode != 0:
         raise ConfigError("--commit: the config folder is not in a git repository", path=str(root))
     for step in (["add", "--", *files], ["commit", "--no-verify", "-m", message, "--", *files]):
-        done = _git(step, cwd=root)
+        done = _git(step, cwd=root, environ=environ)
         if done.returncode != 0:
             raise ConfigError(f"--commit: git {step[0]} failed: {(done.stderr or done.stdout).strip()[:500]}")
-    return _git(["rev-parse", "HEAD"], cwd=root).stdout.strip()
+    return _git(["rev-parse", "HEAD"], cwd=root, environ=environ).stdout.strip()

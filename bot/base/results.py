@@ -98,6 +98,10 @@ class CaseResult(FrozenModel):
     # What the case asks (case_content_hash): a case whose id changed but whose hash did not is a rename.
     # None in runs written before it existed: those get no rename detection.
     case_hash: str | None = None
+    # What else decides the verdict (setup, teardown, checks, compare options, efficiency, instructions, the
+    # suite's limits): a case whose judge_hash changed is edited too, so a check also judges the head's answer by
+    # the base's version (bot.compare.transitions.is_edited). None in runs written before it existed.
+    judge_hash: str | None = None
 
     @property
     def passes(self) -> int:
@@ -182,6 +186,9 @@ class RunMeta(FrozenModel):
     kb_fingerprint: str = ""
     agent_calls: int = 0  # answers the agent was asked for in this run
     cache_hits: int = 0  # answers taken from the answer cache instead
+    # Why those answers were trusted: what the agent fingerprint keying the cache covers ("the whole head tree at
+    # <sha>", "agent.inputs: 3 globs"). None (not written): no answer cache, or a run from before the field existed.
+    cache_basis: str | None = None
     llm: LLMUsage | None = None  # the agent's LLM usage, for an agent that calls one (`--agent llm`)
     llm_judge: LLMUsage | None = None  # the `--llm-judge` diagnostic's
     # The agent's isolation: "uid 61234" (run as that unprivileged user, bot.agents.sandbox) or "off: <why>".
@@ -195,7 +202,7 @@ class RunMeta(FrozenModel):
         """No `llm` / `llm_judge` key for a run without those calls: written exactly as before the fields existed."""
         data = handler(self)
         if isinstance(data, dict):
-            for key in ("llm", "llm_judge", "sandbox", "perturb", "setting"):
+            for key in ("llm", "llm_judge", "sandbox", "perturb", "setting", "cache_basis"):
                 if data.get(key) is None:
                     data.pop(key, None)
         return data

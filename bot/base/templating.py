@@ -8,36 +8,50 @@ import functools
 import re
 from pathlib import Path
 
-from jinja2 import (
-    BaseLoader,
-    ChoiceLoader,
-    Environment,
-    FileSystemLoader,
-    PackageLoader,
-    StrictUndefined,
-    select_autoescape,
-)
+from jinja2 import FileSystemLoader, StrictUndefined, select_autoescape
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from bot.base.textfilters import FILTERS, clean
 
-
-def _loaders() -> list[BaseLoader]:
-    loaders: list[BaseLoader] = []
-    source = Path(__file__).resolve().parents[2] / "templates"
-    if (source / "comment.md.j2").is_file():  # a source tree: edit a template, see it at once
-        loaders.append(FileSystemLoader(source))
-    try:  # the wheel: templates/ packaged as bot/templates
-        loaders.append(PackageLoader("bot", "templates"))
-    except ValueError:
-        pass
-    return loaders
+# This module's own package (bot/), wherever it was imported from: never the current folder, a config's path or
+# anything else a checked-out pull request can name.
+_PACKAGE = Path(__file__).resolve().parents[1]
 
 
-def new_environment(**globals_: object) -> Environment:
+def _is_source_tree(root: Path) -> bool:
+    """`root` is a sqlcanary checkout (bot/ beside templates/ and the pyproject.toml that packages them)."""
+    try:
+        pyproject = (root / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return re.search(r'(?m)^name = "sqlcanary"$', pyproject) is not None
+
+
+@functools.lru_cache(maxsize=1)
+def templates_dir() -> Path:
+    """The folder of the templates this sqlcanary ships: bot/templates in the installed wheel, else (a source
+    checkout or an editable install) the templates/ beside this bot/ package. Found from this module's own
+    location only, so a pull request's checkout (the current folder) can never put a template in its place."""
+    packaged = _PACKAGE / "templates"
+    if packaged.is_dir():
+        return packaged
+    source = _PACKAGE.parent / "templates"
+    if source.is_dir() and _is_source_tree(_PACKAGE.parent):
+        return source
+    raise RuntimeError(
+        f"sqlcanary's templates are missing: neither {packaged} nor {source} (reinstall sqlcanary)"
+    )
+
+
+def new_environment(**globals_: object) -> ImmutableSandboxedEnvironment:
     """A fresh environment with sqlcanary's settings and filters; `globals_` are added to its globals. Callers
-    that render often keep one (see `environment`): Jinja caches compiled templates per environment."""
-    env = Environment(
-        loader=ChoiceLoader(_loaders()),
+    that render often keep one (see `environment`): Jinja caches compiled templates per environment.
+
+    Templates are code: they are loaded only from `templates_dir()`, and rendered in Jinja's immutable sandbox,
+    so even a template can neither reach Python internals nor change the objects it is given. The finalizer
+    (`clean`) makes every `{{ ... }}` inert: no invalid character, bidi and zero-width controls shown escaped."""
+    env = ImmutableSandboxedEnvironment(
+        loader=FileSystemLoader(templates_dir()),
         undefined=StrictUndefined,
         autoescape=select_autoescape(("html", "xml", "html.j2", "xml.j2"), default_for_string=False),
         trim_blocks=True,
@@ -51,7 +65,7 @@ def new_environment(**globals_: object) -> Environment:
 
 
 @functools.lru_cache(maxsize=1)
-def environment() -> Environment:
+def environment() -> ImmutableSandboxedEnvironment:
     """The shared environment for prompts and the repair report (no report globals)."""
     return new_environment()
 

@@ -12,8 +12,14 @@ from markupsafe import Markup, escape
 
 # C0 controls (but tab, newline, carriage return), DEL, lone surrogates and the two non-characters XML forbids.
 _INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+# Characters that change how text reads without being seen ("Trojan Source"): bidi embeddings, overrides and
+# isolates and the Arabic letter mark; zero-width spaces, joiners and marks; the line and paragraph separators
+# (a line break no diff shows); the byte-order mark, the Mongolian vowel separator, word joiner and the invisible
+# operators. Shown as `<U+202E>` (see `show_invisible`).
+_INVISIBLE = re.compile("[\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 # A zero-width space breaks `@user` and `#123` for GitHub's linkers; a reader sees no difference.
 _ZWSP = "\u200b"
+_ZWJ = "\u200d"
 _MD_PUNCT = re.compile(r"([\\`*_\[\]|~])")
 _MENTION = re.compile(r"@(?=\w)")
 _ISSUE_REF = re.compile(r"#(?=\d)")
@@ -21,12 +27,41 @@ _BACKTICKS = re.compile(r"`+")
 _QUOTED = re.compile(r"`([^`]+)`")
 
 
+def _pictographic(ch: str) -> bool:
+    """An emoji (or its skin tone or variation selector): what a zero-width joiner joins in 👩‍💻."""
+    return ch == "\ufe0f" or "\U0001f000" <= ch <= "\U0001faff" or "\u2600" <= ch <= "\u27bf"
+
+
+def _shown(m: re.Match[str], entity: bool) -> str:
+    ch, text, at = m.group(), m.string, m.start()
+    if ch == _ZWSP and at and text[at - 1] in "@#":
+        return ch  # how the Markdown filters defuse a mention or an issue link (below): nothing hides there
+    if (
+        ch == _ZWJ
+        and at
+        and at + 1 < len(text)
+        and _pictographic(text[at - 1])
+        and _pictographic(text[at + 1])
+    ):
+        return ch  # an emoji sequence
+    return f"&lt;U+{ord(ch):04X}&gt;" if entity else f"<U+{ord(ch):04X}>"
+
+
+def show_invisible(text: str) -> str:
+    """Bidi and zero-width control characters of untrusted text as a visible `<U+202E>`, so that text cannot
+    read differently from what it is (a case id that looks like another, SQL whose order is not what is shown).
+    Kept: a zero-width space right after `@` or `#` (a defused mention), a zero-width joiner inside an emoji."""
+    return _INVISIBLE.sub(lambda m: _shown(m, False), text)
+
+
 def clean(value: Any) -> Any:
-    """Drop characters that are invalid in XML and unprintable anywhere; keeps Markup safe."""
+    """Every template's finalizer, and the first step of the filters: drop characters that are invalid in XML
+    and unprintable anywhere, and show bidi and zero-width controls escaped (`show_invisible`; in Markup, as
+    `&lt;U+202E&gt;`); keeps Markup safe."""
     if isinstance(value, Markup):
-        return Markup(_INVALID.sub("", str(value)))
+        return Markup(_INVISIBLE.sub(lambda m: _shown(m, True), _INVALID.sub("", str(value))))
     if isinstance(value, str):
-        return _INVALID.sub("", value)
+        return show_invisible(_INVALID.sub("", value))
     return value
 
 

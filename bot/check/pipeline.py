@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -36,6 +36,7 @@ from bot.config.model import Config
 from bot.db.provision import Server
 from bot.db.templates import fixture_fingerprint
 from bot.repair.causal import CausalFindings, causal_notes, find_causes
+from bot.report.console import cache_line
 from bot.report.redact import redact_model
 from bot.run.cache import RunCache, run_cache_key
 from bot.run.request import RunRequest
@@ -155,6 +156,8 @@ def _base_run(
         return cached, True
     say(f"base {tree.describe()}: evaluating" + ("" if tree.working else " in a temporary worktree"))
     run = evaluate_tree(req.run, tree, repo, server, out, settings)
+    if run.meta.cache_hits:
+        say(f"base {tree.describe()}: {cache_line(run.meta)}")
     if key and run.meta.complete and not any(c.error_class == "internal_error" for c in run.cases):
         cache.put(key.key, run)
     return run, False
@@ -171,8 +174,9 @@ def run_baseline(
     """Evaluate the checked-out commit as a future base and cache it (a push to the default branch): a later
     check whose base is this commit then reuses it. The checkout must be clean, as a worktree of it would be."""
     req = _anchored(req)
-    repo = toplevel(req.run.folder)
-    tree = open_tree(req.run, label="base", repo=repo, root=repo, sha=git_sha(repo), working=True)
+    repo = toplevel(req.run.folder, environ=settings.environ)
+    sha = git_sha(repo, environ=settings.environ)
+    tree = open_tree(req.run, label="base", repo=repo, root=repo, sha=sha, working=True)
     server = provision_server(req.run.dsn, tree.config, settings, req.run.postgres)
     return _base_run(req, tree, repo, server, out, settings, say)
 
@@ -199,11 +203,12 @@ def write_reports(
     return (*(["base.json"] if base else []), "head.json", "comparison.json", "comment.md", "report.html")
 
 
-def _head_tree(req: CheckRequest, stack: ExitStack, repo: Path) -> Tree:
+def _head_tree(req: CheckRequest, stack: ExitStack, repo: Path, environ: Mapping[str, str]) -> Tree:
     if not req.head:
-        return open_tree(req.run, label="head", repo=repo, root=repo, sha=git_sha(repo), working=True)
-    sha = resolve_commit(repo, req.head)
-    root = stack.enter_context(worktree(repo, sha, label="head"))
+        sha = git_sha(repo, environ=environ)
+        return open_tree(req.run, label="head", repo=repo, root=repo, sha=sha, working=True)
+    sha = resolve_commit(repo, req.head, environ=environ)
+    root = stack.enter_context(worktree(repo, sha, label="head", environ=environ))
     return open_tree(req.run, label="head", repo=repo, root=root, sha=sha)
 
 
@@ -235,15 +240,16 @@ def run_check(req: CheckRequest, settings: Settings, *, say: Say = lambda _: Non
     """Evaluate base and head, compare them under the base commit's gate, write the files; raise a
     SqlcanaryError for what the user must fix (exit 2)."""
     req = _anchored(req)
-    repo = toplevel(req.run.folder)
-    base_ref = req.base or default_base_ref(repo, settings.base_branch)
-    base_sha = resolve_commit(repo, base_ref)
+    git_env = settings.environ  # git gets its allow-listed part only (bot.base.childenv)
+    repo = toplevel(req.run.folder, environ=git_env)
+    base_ref = req.base or default_base_ref(repo, settings.base_branch, environ=git_env)
+    base_sha = resolve_commit(repo, base_ref, environ=git_env)
     out_dir = (req.run.folder / (req.out_dir or DEFAULT_OUT_DIR)).resolve()
     base_run: RunResult | None = None
     with ExitStack() as stack:
-        head = _head_tree(req, stack, repo)
+        head = _head_tree(req, stack, repo, git_env)
         settings, cache_notes = _unplanted(settings, repo, head, stack)
-        base_root = stack.enter_context(worktree(repo, base_sha, label="base"))
+        base_root = stack.enter_context(worktree(repo, base_sha, label="base", environ=git_env))
         say(f"base {base_ref} ({base_sha[:12]}) vs head {req.head or 'working tree'}")
         try:
             base = base_tree(req.run, repo=repo, root=base_root, sha=base_sha)
@@ -264,11 +270,14 @@ def run_check(req: CheckRequest, settings: Settings, *, say: Say = lambda _: Non
                 raise ConfigError(f"base {base_sha[:12]}: {exc}") from exc
         say(f"head {head.describe()}: evaluating" + ("" if head.working else " in a temporary worktree"))
         head_run = evaluate_tree(req.run, head, repo, server, out_dir / "head.json", settings)
+        if head_run.meta.cache_hits:
+            say(f"head {head.describe()}: {cache_line(head_run.meta)}")
         if head_run.meta.sandbox:
             say(f"the head's agent ran with sandbox: {head_run.meta.sandbox}")
         # While the head tree exists: the diff the regressions are linked to, the folders `used` paths are
         # relative to, and the gold SQL the reports show.
-        diff = pr_diff(repo, base_sha, None if head.working else head.sha) if base_run is not None else ()
+        head_sha = None if head.working else head.sha
+        diff = pr_diff(repo, base_sha, head_sha, environ=git_env) if base_run is not None else ()
         roots = suite_roots(req.run, head, repo)
         gold = _gold(req, head, repo)
         # The head's config is the base's (bot.config.trusted), so its gate is the base's: a change must not
@@ -350,7 +359,7 @@ def _unplanted(
     folder, or the head commit holds one, no file there is read (a committed `runs/<key>.json` or answer would
     otherwise decide the verdict); the check runs with a fresh, empty cache instead, and says so."""
     revs = ("HEAD",) if head.working or not head.sha else ("HEAD", head.sha)
-    planted = committed_under(repo, settings.cache_dir, revs)
+    planted = committed_under(repo, settings.cache_dir, revs, environ=settings.environ)
     if not planted:
         return settings, ()
     fresh = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sqlcanary-cache-")))

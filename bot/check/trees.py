@@ -14,13 +14,15 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 
 import bot
 from bot.agents.env import agent_environment
 from bot.base.errors import EXIT_BUG, EXIT_INTERRUPTED, ConfigError
-from bot.base.git import Git
+from bot.base.git import Git, git_environment
 from bot.base.results import RunResult, read_run, write_run
 from bot.base.settings import Settings
 from bot.compare.diff import FileDiff, added_file, parse_diff
@@ -129,7 +131,11 @@ def evaluate_tree(
     # only this user can read: no file of the tree decides it, and a DSN in it never sits where the agent reads.
     with tempfile.TemporaryDirectory(prefix="sqlcanary-config-") as private:
         resolved = write_resolved(tree.config, Path(private) / f"{tree.label}.json")
-        child = replace(tree_request(req, tree, repo, relative=True), out=str(out), config=str(resolved))
+        # `--side head`: the pull request's agent, whose cached answers are keyed by its whole tree
+        side: Literal["base", "head"] = "head" if tree.label == "head" else "base"
+        child = replace(
+            tree_request(req, tree, repo, relative=True), out=str(out), config=str(resolved), side=side
+        )
         argv = [sys.executable, "-c", code, *child.run_argv()]
         proc = subprocess.Popen(
             argv,
@@ -224,17 +230,20 @@ MAX_UNTRACKED_BYTES = 256 * 1024  # larger untracked files (results, data) are n
 _DIFF_TIMEOUT_S = 120
 
 
-def pr_diff(repo: Path, base_sha: str, head_sha: str | None) -> tuple[FileDiff, ...]:
+def pr_diff(
+    repo: Path, base_sha: str, head_sha: str | None, *, environ: Mapping[str, str] | None = None
+) -> tuple[FileDiff, ...]:
     """What changed from the base commit to the head (a commit, or None: the working tree as it is, untracked
     files included), as `git diff --unified=0` hunks with paths relative to the repository root.
 
     The two evaluated trees are diffed directly, not `base...head` from their merge base: the runs' `used` line
     numbers are those of these two trees, and a shallow CI checkout may not hold the merge base at all. An
-    error gives no diff (the reports then say the regressions are not explained), never a failed check."""
+    error gives no diff (the reports then say the regressions are not explained), never a failed check. git
+    gets the allow-listed part of `environ` (Settings.environ) only."""
     args = ["diff", "--unified=0", "--no-color", "--no-ext-diff", "--no-renames", base_sha]
     args += [*([head_sha] if head_sha else []), "--"]
     try:
-        out = Git(repo, timeout=_DIFF_TIMEOUT_S).run(
+        out = Git(repo, env=git_environment(environ), timeout=_DIFF_TIMEOUT_S).run(
             *args, config=("core.quotePath=false",), errors="replace"
         )
     except (OSError, ConfigError):
@@ -243,13 +252,13 @@ def pr_diff(repo: Path, base_sha: str, head_sha: str | None) -> tuple[FileDiff, 
         return ()
     files = list(parse_diff(out.stdout))
     if head_sha is None:
-        files += _untracked(repo)
+        files += _untracked(repo, environ)
     return tuple(files)
 
 
-def _untracked(repo: Path) -> list[FileDiff]:
+def _untracked(repo: Path, environ: Mapping[str, str] | None) -> list[FileDiff]:
     try:
-        out = Git(repo, timeout=_DIFF_TIMEOUT_S).run(
+        out = Git(repo, env=git_environment(environ), timeout=_DIFF_TIMEOUT_S).run(
             "ls-files", "-z", "--others", "--exclude-standard", errors="replace"
         )
     except (OSError, ConfigError):

@@ -26,7 +26,7 @@ from typing import Any, TextIO
 
 from bot.agents.sandbox import make_undumpable
 from bot.base.errors import EXIT_BUG, ConfigError, SqlcanaryError
-from bot.base.git import Git, repo_root
+from bot.base.git import Git, git_environment, repo_root
 from bot.base.secrets import secret_forms
 from bot.base.settings import Settings
 from bot.db.pgcache import kept_with_cache
@@ -192,7 +192,8 @@ def _action(
                 f"sqlcanary: made {path} writable by its owner only (the pull request's code runs in this step)"
             )
     workdir = _workdir(ctx)
-    git = git or Git(repo_root(workdir) or workdir)
+    root = repo_root(workdir, environ=settings.environ) or workdir
+    git = git or Git(root, env=git_environment(settings.environ))
     run_settings = action_settings(settings, ctx, workdir)
     if ctx.mode in ("check", "baseline", "sweep") and not ctx.inputs.database_url:
         # In the image: the server's data lives in the cache dir, which actions/cache keeps (bot.db.pgcache).
@@ -201,7 +202,7 @@ def _action(
             kept_with_cache(
                 run_settings,
                 owner=(owner.st_uid, owner.st_gid),
-                repo=repo_root(workdir) or workdir,
+                repo=root,
                 revs=("HEAD", *([ctx.event.head_sha] if ctx.event.head_sha else [])),
                 say=lambda t: log.say(f"sqlcanary: {t}"),
             )

@@ -156,6 +156,12 @@ def add_run_command_arguments(p: argparse.ArgumentParser) -> None:
     add_run_arguments(p)
     p.add_argument("--out", help=f"where to write the RunResult JSON (default: {DEFAULT_OUT})")
     p.add_argument(
+        "--side",
+        choices=["base", "head"],
+        help="set by `check` for each tree's run: `head` (a pull request's agent) reuses a cached answer only when "
+        "the whole tree, the agent and the config are unchanged, whatever `agent.inputs` says",
+    )
+    p.add_argument(
         "--structural", action="store_true", help="structural diff on every case, not only failures"
     )
     p.add_argument(

@@ -152,7 +152,9 @@ def main(args: argparse.Namespace, settings: Settings) -> int:
         print(scrub(dry_run_text(outcome), settings.secrets))
     print(f"\nwritten to {out}/ (outcome.json, kb.diff, repair_report.md)")
     if args.commit and outcome.files_changed and not args.dry_run:
-        sha = commit_files(Path(config.base_dir), outcome.files_changed, commit_message(outcome))
+        sha = commit_files(
+            Path(config.base_dir), outcome.files_changed, commit_message(outcome), environ=settings.environ
+        )
         print(f"committed the KB changes as {sha[:12]}")
     if outcome.stopped and outcome.stopped.startswith("LLM error"):
         print(f"sqlcanary: error: {outcome.stopped}", file=sys.stderr)

@@ -10,7 +10,8 @@ A comparison judges the change between two commits, so everything else must be h
 - a different case selection: `--tags` / `--id` filters (meta.filters) or `--shard`. A subset against the
   whole suite would call every case it left out "removed", or hide them;
 - a different preset, evaluator version, `--perturb` or RunResult schema version: answers judged by different
-  rules.
+  rules;
+- a run whose agent answered no case at all (every case a timeout, a crash or no answer): nothing to judge.
 
 What only gets a warning, because the verdict still means the same thing: a different number of repeats (the
 common attempts are paired), another PostgreSQL major version, an incomplete run (the cases it did not reach
@@ -52,12 +53,28 @@ def incomparable_reasons(base: RunResult, head: RunResult) -> list[str]:
         reasons.append(
             f"preset `{b.preset}` in base, `{h.preset}` in head: answers were judged by different rules"
         )
+    reasons += unanswered_reasons(base, "base") + unanswered_reasons(head, "head")
     if (b.perturb or 0) != (h.perturb or 0):
         reasons.append(
             f"perturbed copies: {b.perturb or 0} in base, {h.perturb or 0} in head (`--perturb`): a pass on more "
             "copies is a stricter verdict"
         )
     return reasons
+
+
+def unanswered_reasons(run: RunResult, side: str) -> list[str]:
+    """Why `run` judges nothing: its agent gave no answer at all (every case an agent error: a timeout, a crash,
+    output that is no answer). A verdict needs answers: such a run is compared with nothing, so a head that
+    hangs or crashes on every case, or a starved base, is never a pass."""
+    errors = [c.error_class or "" for c in run.cases]
+    if not errors or not all(c.status == "errored" for c in run.cases):
+        return []
+    if not all(e.startswith("agent_") for e in errors):
+        return []
+    kinds = ", ".join(f"{kind} {errors.count(kind)}" for kind in sorted(set(errors)))
+    return [
+        f"the {side} run's agent answered none of its {len(errors)} case(s) ({kinds}): nothing was evaluated"
+    ]
 
 
 def _fixture_reasons(b: RunMeta, h: RunMeta) -> list[str]:

@@ -26,7 +26,13 @@ from pydantic import Field
 
 from bot.base.results import Counts, FrozenModel, RunMeta, RunResult, summarize
 from bot.compare.causes import Cause
-from bot.compare.comparable import describe_selection, incomparable_reasons, run_warnings, selection
+from bot.compare.comparable import (
+    describe_selection,
+    incomparable_reasons,
+    run_warnings,
+    selection,
+    unanswered_reasons,
+)
 from bot.compare.gate import gate_reasons, pass_rate_floor
 from bot.compare.transitions import (
     TRANSITIONS,
@@ -184,12 +190,13 @@ def compare_head_only(
     changes = new_cases(head, gate=gate)
     head_sum = summarize(head.cases)
     overall = rate_delta(Counts(), head_sum)
-    reasons = pass_rate_floor(overall.head_rate, gate)
+    unanswered = unanswered_reasons(head, "head")
+    reasons = unanswered or pass_rate_floor(overall.head_rate, gate)
     warnings = (
         [] if head.meta.complete else ["the head run is incomplete: cases it did not reach are missing"]
     )
     return Comparison(
-        verdict="regressions" if reasons else "pass",
+        verdict="incomparable" if unanswered else "regressions" if reasons else "pass",
         reasons=tuple(reasons),
         gate=gate,
         baseline="none",

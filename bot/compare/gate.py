@@ -23,7 +23,7 @@ _EXIT = {"pass": EXIT_OK, "regressions": EXIT_GATE, "incomparable": EXIT_BAD_INP
 _CONCLUSION: dict[str, Literal["success", "failure", "neutral"]] = {
     "pass": "success",
     "regressions": "failure",
-    "incomparable": "neutral",
+    "incomparable": "failure",  # exit 2: nothing was judged (never green, nor a neutral a status shows green)
 }
 
 
@@ -50,7 +50,7 @@ def exit_code(verdict: str) -> int:
 def check_conclusion(verdict: str, *, enforce: bool = True) -> Literal["success", "failure", "neutral"]:
     """A GitHub check run's conclusion; `enforce` False (fail-on-regression off) reports without failing."""
     conclusion = _CONCLUSION[verdict]
-    return "neutral" if conclusion == "failure" and not enforce else conclusion
+    return "neutral" if verdict == "regressions" and not enforce else conclusion
 
 
 _EPS = 1e-9  # pass rates are ratios of small integers: 0.9 must not be "below" 0.9 by a rounding error

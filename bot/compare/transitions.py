@@ -134,8 +134,13 @@ def find_renames(base: dict[str, CaseResult], head: dict[str, CaseResult]) -> di
 
 
 def is_edited(base: CaseResult | None, head: CaseResult | None) -> bool:
-    """The same case id with other content (question, database, gold SQL or category) on the two sides."""
-    return bool(base and head and base.case_hash and head.case_hash and base.case_hash != head.case_hash)
+    """The same case id with other content on the two sides: what it asks (question, database, gold SQL or
+    category), or what else decides its verdict (setup, checks, compare options, ...: CaseResult.judge_hash)."""
+    if not (base and head):
+        return False
+    asked = bool(base.case_hash and head.case_hash and base.case_hash != head.case_hash)
+    judged = bool(base.judge_hash and head.judge_hash and base.judge_hash != head.judge_hash)
+    return asked or judged
 
 
 def edited_warning(changes: list[CaseChange]) -> list[str]:

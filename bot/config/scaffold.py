@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 from bot.base.errors import ConfigError
 from bot.base.git import repo_root
+from bot.base.templating import templates_dir
 
 # (file under templates/init, where it goes relative to DIR)
 PROJECT_FILES: tuple[tuple[str, str], ...] = (
@@ -40,14 +40,8 @@ class Planned:
 
 
 def template_text(name: str) -> str:
-    """A file of templates/init: from the source tree when running from one, else from the wheel."""
-    source = Path(__file__).resolve().parents[2] / "templates" / "init"
-    if (source / "sqlcanary.yml").is_file():
-        return (source / name).read_text(encoding="utf-8")
-    found = resources.files("bot.templates")  # a namespace package in the wheel: join one part at a time
-    for part in ("init", *name.split("/")):
-        found = found.joinpath(part)
-    return found.read_text(encoding="utf-8")
+    """A file of templates/init, from the templates this sqlcanary ships (bot.base.templating.templates_dir)."""
+    return (templates_dir() / "init" / name).read_text(encoding="utf-8")
 
 
 def _root_of(folder: Path) -> Path:

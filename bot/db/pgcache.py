@@ -60,7 +60,7 @@ def kept_with_cache(
     if settings.pg_seed is None or settings.database_url:
         yield settings
         return
-    if repo is not None and committed_under(repo, settings.cache_dir, revs):
+    if repo is not None and committed_under(repo, settings.cache_dir, revs, environ=settings.environ):
         say("the cache folder holds files a commit put there: the PostgreSQL data is not kept with it")
         yield settings
         return

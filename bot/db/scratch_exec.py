@@ -39,7 +39,7 @@ def scratch_execute(session: Session, sql: str) -> Outcome:
                 (sql,),
             )
 
-    out = session.guarded(in_transaction, untrusted=True)
+    out = session.guarded(in_transaction)
     if out.ok:
         return out
     session.rollback()  # the failed transaction (and any setting changed in it)
@@ -51,7 +51,7 @@ def scratch_execute(session: Session, sql: str) -> Outcome:
         with session.conn.cursor() as cur:
             cur.execute(sql)
 
-    out = session.guarded(alone, untrusted=True)
+    out = session.guarded(alone)
     session.raw(restore)
     if session.raw(_SHARED) != before:
         return Outcome(

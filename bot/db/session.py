@@ -25,7 +25,7 @@ __all__ = ["ConnectionLost", "Outcome", "SESSION_SETTINGS", "Session"]
 
 SESSION_SETTINGS = (
     "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, MDY'; SET IntervalStyle = 'postgres'; "
-    "SET extra_float_digits = 3; SET search_path = \"$user\", public; SET application_name = 'sqlcanary'; "
+    "SET extra_float_digits = 3; SET search_path = public, pg_temp; SET application_name = 'sqlcanary'; "
     "SET max_parallel_workers_per_gather = 0; SET jit = off"
 )
 
@@ -73,6 +73,7 @@ class Session:
         self._conn: psycopg2.extensions.connection | None = None
         self._watchdog: Watchdog | None = None
         self._sequences: str | None = None
+        self._reset = ""
         self.connect()
 
     # -- connection ------------------------------------------------------------------------------------
@@ -94,6 +95,7 @@ class Session:
         except psycopg2.OperationalError as exc:
             raise ConnectionLost(f"cannot connect to the working database: {first_line(exc)}") from exc
         self._conn = conn
+        self._reset = f"RESET ALL; {self.guard_settings()}; "
         self._sequences = f"SELECT {seqs}" if seqs else None
         self._watchdog = Watchdog(conn)
 
@@ -134,7 +136,14 @@ class Session:
         mode = "ISOLATION LEVEL REPEATABLE READ READ ONLY" if read_only else "ISOLATION LEVEL READ COMMITTED"
         self._pending = f"BEGIN {mode}; "
 
-    def _take_pending(self) -> str:
+    def fresh(self) -> None:
+        """The next statement starts from the guard settings: whatever the SQL before it set in this transaction
+        (a search_path, a time zone, any setting a prediction may change) is reset first, in the same round trip.
+        Evaluators call it between the phases of a case (setup, gold, prediction, checks)."""
+        if (self._pending or self.in_transaction()) and not self._pending.endswith(self._reset):
+            self._pending += self._reset
+
+    def take_pending(self) -> str:
         pending, self._pending = self._pending, ""
         return pending
 
@@ -151,7 +160,7 @@ class Session:
 
     def restore_sequences(self) -> None:
         if self._sequences:
-            self.raw(self._take_pending() + self._sequences)
+            self.raw(self.take_pending() + self._sequences)
 
     def reset(self) -> None:
         """Throw the connection away (after a cancel or a broken protocol state) and open a new one."""
@@ -161,15 +170,16 @@ class Session:
         self.connect()
 
     def savepoint(self, name: str) -> None:
-        self.raw(f"{self._take_pending()}SAVEPOINT {name}")
+        self.raw(f"{self.take_pending()}SAVEPOINT {name}")
 
     def rollback_to(self, name: str) -> None:
         self.raw(f"ROLLBACK TO SAVEPOINT {name}")
 
     # -- statements ------------------------------------------------------------------------------------
-    def guarded(self, fn, *, untrusted: bool) -> Outcome:
+    def guarded(self, fn) -> Outcome:
+        """`fn` under the watchdog; a database error becomes the Outcome's error."""
         started = time.perf_counter()
-        if untrusted and self._watchdog:
+        if self._watchdog:
             self._watchdog.arm(self.statement_timeout_ms / 1000 + WATCHDOG_GRACE_S)
         try:
             result = fn()
@@ -181,10 +191,10 @@ class Session:
         except psycopg2.Error as exc:
             return error_outcome(exc, started)
         finally:
-            if untrusted and self._watchdog:
+            if self._watchdog:
                 self._watchdog.disarm()
 
-    def fetch(self, sql: str, *, untrusted: bool, savepoint: bool = False) -> Outcome:
+    def fetch(self, sql: str, *, savepoint: bool = False) -> Outcome:
         """Run one query through a cursor and fetch at most row_cap + 1 rows, and at most byte_cap bytes.
 
         The query is opened by `_sqlcanary.open_cursor` from a bound string (db/guards.py): the server counts
@@ -194,11 +204,13 @@ class Session:
         self._cursor_seq += 1
         name = f"sqlcanary_c{self._cursor_seq}"
         own_tx = not self._pending and not self.in_transaction()
-        prefix = ("BEGIN; " if own_tx else self._take_pending()) + (
+        if self.in_transaction():
+            self.fresh()  # a query reads from the guard settings, whatever ran before it in the transaction
+        prefix = ("BEGIN; " if own_tx else self.take_pending()) + (
             f"SAVEPOINT {name}_s; " if savepoint else ""
         )
         fetch = f"FETCH FORWARD {self.row_cap + 1} FROM {name}"
-        args = (name, one_query(sql), self.byte_cap, untrusted)
+        args = (name, one_query(sql), self.byte_cap, True)
 
         def go() -> ResultSet:
             with self.conn.cursor() as cur:
@@ -210,7 +222,7 @@ class Session:
             truncated = len(rows) > self.row_cap
             return ResultSet(columns=cols, type_oids=oids, rows=rows[: self.row_cap], truncated=truncated)
 
-        out = self.guarded(go, untrusted=untrusted)
+        out = self.guarded(go)
         if out.sqlstate == BYTE_CAP_SQLSTATE:
             out = replace(out, error=byte_cap_reason(self.byte_cap), error_class="result_too_large")
         if own_tx:
@@ -222,37 +234,31 @@ class Session:
                 pass
         return out
 
-    def execute(self, sql: str, *, untrusted: bool) -> Outcome:
+    def execute(self, sql: str) -> Outcome:
         """Run SQL for its effect. Untrusted SQL runs through `_sqlcanary.exec` (it cannot end the transaction);
         in a `direct` session (a scratch database in autocommit) through `_sqlcanary.exec_checked` (db/scratch.py)."""
-        if untrusted and self.direct:
+        if self.direct:
             return scratch_execute(self, sql)
-        prefix = self._take_pending()
+        prefix = self.take_pending()
 
         def go() -> None:
             with self.conn.cursor() as cur:
-                if untrusted:
-                    cur.execute(f"{prefix}SELECT _sqlcanary.exec(%s)", (sql,))
-                else:
-                    cur.execute(f"{prefix}{sql}")
+                cur.execute(f"{prefix}SELECT _sqlcanary.exec(%s)", (sql,))
 
-        return self.guarded(go, untrusted=untrusted)
+        return self.guarded(go)
 
-    def explain_cost(self, sql: str, *, untrusted: bool) -> tuple[float | None, str | None]:
+    def explain_cost(self, sql: str) -> tuple[float | None, str | None]:
         """Total cost of the plan (EXPLAIN without ANALYZE: nothing runs), or the error."""
         holder: list[Any] = []
-        prefix = self._take_pending()
+        prefix = self.take_pending()
 
         def go() -> None:
             with self.conn.cursor() as cur:
-                if untrusted:
-                    cur.execute(f"{prefix}SELECT _sqlcanary.explain(%s)", (sql,))
-                else:
-                    cur.execute(f"{prefix}EXPLAIN (FORMAT JSON) {sql}")
+                cur.execute(f"{prefix}SELECT _sqlcanary.explain(%s)", (sql,))
                 row = cur.fetchone()
                 holder.append(row[0] if row else None)
 
-        out = self.guarded(go, untrusted=untrusted)
+        out = self.guarded(go)
         if not out.ok:
             return None, out.error
         plan = holder[0]

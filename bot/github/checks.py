@@ -1,4 +1,5 @@
 """The check run (with annotations on case-file and KB lines), or a commit status when the token cannot write checks.
+Its title, summary and annotations show bidi and zero-width controls escaped, like every report.
 
 GitHub takes at most 50 annotations per request and appends the annotations of every PATCH, so the run is created
 with the first 50 and PATCHed with the rest in batches of 50. A token without `checks: write` (a GITHUB_TOKEN under
@@ -13,6 +14,7 @@ from typing import Any, Literal
 from github import GithubException, RateLimitExceededException
 from github.Repository import Repository
 
+from bot.base.textfilters import show_invisible
 from bot.github.errors import API_ERRORS, api_error
 
 ANNOTATIONS_PER_REQUEST = 50
@@ -42,10 +44,10 @@ class Annotation:
             "start_line": self.start_line,
             "end_line": max(self.end_line, self.start_line),
             "annotation_level": self.level,
-            "message": truncate_bytes(self.message, MAX_ANNOTATION_MESSAGE_BYTES),
+            "message": truncate_bytes(show_invisible(self.message), MAX_ANNOTATION_MESSAGE_BYTES),
         }
         if self.title:
-            data["title"] = truncate_chars(self.title, MAX_TITLE_CHARS)
+            data["title"] = truncate_chars(show_invisible(self.title), MAX_TITLE_CHARS)
         return data
 
 
@@ -72,7 +74,9 @@ def truncate_bytes(text: str, limit: int) -> str:
 
 
 def _fit_output(text: str) -> str:
-    """A safety net under the report layer, which truncates cleanly; GitHub would answer 422 above the limit."""
+    """A safety net under the report layer, which truncates cleanly; GitHub would answer 422 above the limit.
+    Bidi and zero-width controls are shown escaped (bot.base.textfilters.show_invisible), as in every report."""
+    text = show_invisible(text)
     return text if len(text) <= MAX_OUTPUT_CHARS else text[: MAX_OUTPUT_CHARS - len(_TRUNCATED)] + _TRUNCATED
 
 
@@ -113,7 +117,7 @@ def publish_check_run(
         for i in range(0, len(kept), ANNOTATIONS_PER_REQUEST)
     ] or [[]]
     output: dict[str, Any] = {
-        "title": truncate_chars(title, MAX_TITLE_CHARS),
+        "title": truncate_chars(show_invisible(title), MAX_TITLE_CHARS),
         "summary": _fit_output(summary),
     }
     if text:
@@ -164,7 +168,7 @@ def _publish_status(
     """The commit status that stands in for a check run: state, ≤ 140 characters, context = the check's name."""
     payload: dict[str, Any] = {
         "state": _STATUS_STATE[conclusion],
-        "description": truncate_chars(" ".join(title.split()), MAX_STATUS_DESCRIPTION_CHARS),
+        "description": truncate_chars(" ".join(show_invisible(title).split()), MAX_STATUS_DESCRIPTION_CHARS),
         "context": name,
     }
     if details_url:

@@ -11,6 +11,7 @@ from typing import Literal
 
 from github.Repository import Repository
 
+from bot.base.textfilters import show_invisible
 from bot.github.errors import API_ERRORS, api_error
 from bot.report.marker import comment_marker
 
@@ -49,9 +50,11 @@ def upsert_sticky_comment(
     The marker is put at the top of `body` when the caller left it out (otherwise the next run could not find the
     comment and would post a second one). `author_login` comes from `resolve_login` (github-actions[bot] for a
     GITHUB_TOKEN). Bodies over 65,536 characters are refused: the report layer truncates them cleanly first.
-    The unchanged test ignores CRLF versus LF and trailing whitespace, which GitHub may normalise on its side."""
+    The unchanged test ignores CRLF versus LF and trailing whitespace, which GitHub may normalise on its side.
+    Bidi and zero-width controls are shown escaped (bot.base.textfilters.show_invisible), as in every report."""
     if not marker:
         raise ValueError("the sticky comment needs a non-empty marker")
+    body = show_invisible(body)
     if marker not in body:
         body = f"{marker}\n{body}"
     if len(body) > MAX_COMMENT_CHARS:

@@ -4,12 +4,12 @@ sending it (a `workflow_run` job with a write token posts it, treating the files
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bot.base.git import Git, repo_root
+from bot.base.git import Git, git_environment, repo_root
 from bot.base.results import RunResult, write_json_atomic
 from bot.base.secrets import scrub
 from bot.base.settings import Settings
@@ -77,8 +77,8 @@ def check_title(comparison: Comparison) -> str:
     return f"{head}: {counts} · pass rate {rates}"
 
 
-def repo_files(repo: Path) -> set[str]:
-    out = Git(repo, timeout=60).run("ls-files", "-z")
+def repo_files(repo: Path, environ: Mapping[str, str] | None = None) -> set[str]:
+    out = Git(repo, env=git_environment(environ), timeout=60).run("ls-files", "-z")
     return {p for p in out.stdout.split("\0") if p} if out.returncode == 0 else set()
 
 
@@ -216,8 +216,8 @@ class Publisher:
     def publish_check(self, result: CheckResult, *, enforce: bool, lead: str = "") -> CheckPayload:
         comparison = result.comparison
         comment = self._reports(comparison, result.head, result.base, lead=lead)
-        repo = repo_root(self.workdir) or self.workdir.resolve()
-        files = repo_files(repo)
+        repo = repo_root(self.workdir, environ=self.settings.environ) or self.workdir.resolve()
+        files = repo_files(repo, self.settings.environ)
         payload = CheckPayload(
             name=self.check_name,
             head_sha=self.ctx.event.head_sha or result.head_sha or "",

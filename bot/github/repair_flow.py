@@ -26,7 +26,7 @@ from bot.github.context import ActionContext
 from bot.github.gitpush import PushFallback
 from bot.github.repair_change import RepairChange, RepairTarget
 from bot.github.repair_pr import RepairResult, close_repair, publish_repair
-from bot.repair.kb import KBFiles
+from bot.repair.kb import KBFiles, write_bytes_atomic
 from bot.repair.outcome import RepairOutcome
 from bot.repair.revert import RevertCandidate
 from bot.report.repair_pr import render_repair_pr
@@ -84,7 +84,7 @@ def _llm_repair(
     from bot.repair.setup import Limits
 
     kb = KBFiles.from_config(config)
-    before = {rel: (kb.root / rel).read_bytes() for rel in kb.files()}
+    before = {rel: kb.resolve(rel).read_bytes() for rel in kb.files()}
     suite = load_suite(str(config.path(config.suite))) if config.suite else None
     if suite is None:
         raise SqlcanaryError("the repair needs the config's `suite:`")
@@ -102,13 +102,13 @@ def _llm_repair(
             only=tuple(c.id for c in check.comparison.judged_as("regressed")),
         )
         outcome = run_repair(req, settings)
-        changed = {rel: (kb.root / rel).read_text(encoding="utf-8") for rel in outcome.files_changed}
-    finally:
+        changed = {rel: kb.resolve(rel).read_text(encoding="utf-8") for rel in outcome.files_changed}
+    finally:  # put back through the same rule: a link is never followed, a file is replaced, not written into
         for rel, data in before.items():
-            if (kb.root / rel).read_bytes() != data:
-                (kb.root / rel).write_bytes(data)
+            if kb.resolve(rel).read_bytes() != data:
+                write_bytes_atomic(kb.resolve(rel), data)
         for rel in set(kb.files()) - set(before):
-            (kb.root / rel).unlink()
+            kb.resolve(rel).unlink()
     return outcome, changed
 
 

@@ -22,6 +22,8 @@ from functools import partial
 from pathlib import Path
 from typing import Literal, TextIO
 
+from bot.base.textfilters import show_invisible
+
 MAX_SUMMARY_BYTES = 1024 * 1024  # per step; over it the runner drops the summary with an error (limits.json)
 MAX_OUTPUTS_BYTES = 1024 * 1024  # per job
 _OUTPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
@@ -178,7 +180,9 @@ class SummaryWrite:
 
 
 def append_summary(path: Path, text: str, *, limit: int = MAX_SUMMARY_BYTES) -> SummaryWrite:
-    """Append Markdown to the job summary, keeping the file within `limit` bytes (GitHub drops a larger one)."""
+    """Append Markdown to the job summary, keeping the file within `limit` bytes (GitHub drops a larger one).
+    Bidi and zero-width controls are shown escaped (bot.base.textfilters.show_invisible), as in every report."""
+    text = show_invisible(text)
     existing = path.stat().st_size if path.exists() else 0
     room = limit - existing
     data = text.encode("utf-8")

@@ -1,7 +1,7 @@
 """Knowledge-base files the repair loop may touch, and edits that are atomic and survive a crash.
 
 `KBFiles.resolve(path)` is the only way from a path the model wrote to a file on disk: it refuses absolute
-paths, `..`, `.git`/`.github`, symlinks that lead out of the root, code files and anything the config's
+paths, `..`, `.git`/`.github`, symlinks and hard links (a link is never followed), code files and anything the config's
 `kb.paths` globs do not match. `Transaction` writes each file through a temp file + fsync + rename and keeps a
 journal of the original bytes under `<root>/.sqlcanary/repair-journal/`, so an interrupted repair is undone by
 `revert()` (Ctrl-C, SIGTERM, any exception) or by `recover()` on the next start (SIGKILL, power loss).
@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import tempfile
 import threading
 import uuid
@@ -104,22 +105,30 @@ class KBFiles:
         return None
 
     def resolve(self, path: str) -> Path:
-        """The real file behind `path`, or RefusedPath. The file need not exist (creations)."""
+        """The file behind `path`, or RefusedPath; it need not exist (creations). No link is followed: a symlink
+        anywhere below the root, or a file with another name (a hard link), is refused; an existing one must be
+        a regular file."""
         rel = _lexical_checks(path)
         reason = self.allowed(rel.as_posix())
         if reason:
             raise RefusedPath(reason)
         root = self.root.resolve()
-        target = Path(os.path.realpath(root / rel))
-        try:
-            real_rel = target.relative_to(root).as_posix()
-        except ValueError:
-            raise RefusedPath(f"{path!r}: resolves outside the repository (a symlink leads out)") from None
-        if real_rel != rel.as_posix():
-            _lexical_checks(real_rel)
-            reason = self.allowed(real_rel)
-            if reason:
-                raise RefusedPath(f"{path!r} is a symlink to {reason}")
+        target = root.joinpath(*rel.parts)
+        for depth in range(1, len(rel.parts) + 1):
+            try:
+                st = root.joinpath(*rel.parts[:depth]).lstat()
+            except (FileNotFoundError, NotADirectoryError):
+                return target  # the rest does not exist yet
+            named = "/".join(rel.parts[:depth])
+            if stat.S_ISLNK(st.st_mode):
+                raise RefusedPath(
+                    f"{path!r}: {named} is a symlink; the repair writes regular files only and never follows a "
+                    "link (it could lead outside the KB or the repository)"
+                )
+        if not stat.S_ISREG(st.st_mode):
+            raise RefusedPath(f"{path!r}: not a regular file")
+        if st.st_nlink > 1:
+            raise RefusedPath(f"{path!r}: a hard link (another name shares the file): never written")
         return target
 
     def relative(self, path: str) -> str:

@@ -1,15 +1,14 @@
 """Chat messages for the repair loop, rendered from templates/prompts/repair_*.md.j2. Nothing from the
 environment goes in, and secret values (bot.base.secrets) are masked should they appear.
 
-`secrets` is the caller's list (Settings.secrets); until every caller passes it, None falls back to the secret
-values of the process environment, as this module always did."""
+`secrets` is the caller's list (Settings.secrets, read from the environment by `main()`); this module never reads
+the environment itself."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
-from bot.base.secrets import MASK, scrub, secret_values
+from bot.base.secrets import MASK, scrub, secret_values  # secret_values: re-exported
 from bot.base.templating import environment
 from bot.repair.actions import example
 from bot.repair.context import FailureContext
@@ -22,11 +21,10 @@ def _render(name: str, **context: object) -> str:
     return environment().get_template(f"prompts/{name}").render(**context).strip() + "\n"
 
 
-def _messages(system: str, user: str, secrets: Sequence[str] | None) -> list[dict]:
-    masked = secret_values(os.environ) if secrets is None else secrets
+def _messages(system: str, user: str, secrets: Sequence[str]) -> list[dict]:
     return [
-        {"role": "system", "content": scrub(system, masked)},
-        {"role": "user", "content": scrub(user, masked)},
+        {"role": "system", "content": scrub(system, secrets)},
+        {"role": "user", "content": scrub(user, secrets)},
     ]
 
 
@@ -36,7 +34,7 @@ def case_messages(
     globs: Sequence[str],
     files: Sequence[str],
     feedback: Sequence[str],
-    secrets: Sequence[str] | None = None,
+    secrets: Sequence[str] = (),
 ) -> list[dict]:
     """The request for one attempt at one case; `feedback` holds why each earlier attempt was rejected."""
     system = _render("repair_system.md.j2", globs=list(globs))
@@ -58,7 +56,7 @@ def critique_messages(
     repaired: Sequence[str],
     globs: Sequence[str],
     feedback: Sequence[str],
-    secrets: Sequence[str] | None = None,
+    secrets: Sequence[str] = (),
 ) -> list[dict]:
     system = _render("repair_system.md.j2", globs=list(globs))
     user = _render("repair_critique.md.j2", diff=diff, repaired=list(repaired), feedback=list(feedback))

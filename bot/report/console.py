@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from bot.base.results import CaseResult, Counts, LLMUsage, RunResult
+from bot.base.results import CaseResult, Counts, LLMUsage, RunMeta, RunResult
 from bot.base.textfilters import clean, one_line
 
 # ANSI SGR codes, pytest's choices: green passes, red failures and errors, yellow what could not be judged.
@@ -178,6 +178,12 @@ def perturb_line(run: RunResult) -> str:
     )
 
 
+def cache_line(m: RunMeta) -> str:
+    """How many answers came from the answer cache, and why they were trusted (what keyed them)."""
+    why = f"agent fingerprint {m.agent_fingerprint}" + (f": {m.cache_basis}" if m.cache_basis else "")
+    return f"{m.cache_hits} answer(s) from the answer cache ({why})"
+
+
 def run_report(run: RunResult, out: Path, *, paint: Paint = PLAIN, verbose: bool = False) -> str:
     """What `sqlcanary run` prints when a run ends: the table, what did not pass, where the results are, the
     LLM usage of the agent and of `--llm-judge`, and the totals (pytest's last line). `verbose` lists every case
@@ -193,7 +199,7 @@ def run_report(run: RunResult, out: Path, *, paint: Paint = PLAIN, verbose: bool
         )
     m = run.meta
     repeat = f", {m.repeats} attempts per case" if m.repeats > 1 else ""
-    cached = f", {m.cache_hits} answer(s) from the cache" if m.cache_hits else ""
+    cached = f", {cache_line(m)}" if m.cache_hits else ""
     partial = "" if m.complete else "; incomplete: the run stopped early"
     lines.append(
         f"\nresults written to {out} ({m.duration_s:.1f}s; {m.agent_calls} agent call(s){cached}{repeat}{partial})"

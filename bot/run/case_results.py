@@ -2,14 +2,33 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import Counter
 from typing import Any
 
 from bot.agents.base import Answer
 from bot.base.case_hash import case_content_hash
 from bot.base.results import Attempt, CaseResult, Prediction
-from bot.cases.model import Case
+from bot.cases.model import Case, CompareOptions
 from bot.run.evaluation import Evaluation
+
+
+def judge_hash(case: Case, options: CompareOptions, *, statement_timeout_ms: int, row_cap: int) -> str:
+    """What decides a case's verdict besides what it asks (bot.base.case_hash): its setup, teardown and checks,
+    its compare options as resolved over the suite's, its efficiency rule, its instructions, and the suite's
+    limits. A pull request that changes any of them has edited the case."""
+    content = {
+        "setup": case.setup_sql,
+        "teardown": case.teardown_sql,
+        "checks": [c.model_dump(mode="json") for c in case.checks],
+        "compare": options.model_dump(mode="json", exclude_none=True),
+        "efficiency": case.efficiency.model_dump(mode="json") if case.efficiency else None,
+        "instructions": case.instructions,
+        "limits": [statement_timeout_ms, row_cap],
+    }
+    data = json.dumps(content, ensure_ascii=False, sort_keys=True, default=str)
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()[:16]
 
 
 def case_result(
@@ -20,6 +39,7 @@ def case_result(
     agent_s: float,
     eval_s: float,
     answer_key: str | None,
+    judged_by: str | None = None,
 ) -> CaseResult:
     prediction = Prediction(
         sql=answer.sql,
@@ -43,6 +63,7 @@ def case_result(
         source=case.source,
         answer_key=answer_key,
         case_hash=case_content_hash(case),
+        judge_hash=judged_by,
     )
     if ev is None:
         return CaseResult(

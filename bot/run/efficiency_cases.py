@@ -38,8 +38,8 @@ def evaluate_efficiency(
     ref_sql = eff.reference_sql or case.gold_sql[0]
     session.begin(read_only=True)
     try:
-        pred_cost, perr = session.explain_cost(query_text(pred_sql), untrusted=True)
-        ref_cost, rerr = session.explain_cost(ref_sql, untrusted=False)
+        pred_cost, perr = session.explain_cost(query_text(pred_sql))
+        ref_cost, rerr = session.explain_cost(ref_sql)
     finally:
         session.rollback()
     if rerr:
@@ -65,10 +65,10 @@ def _evaluate_index(case: Case, pred_sql: str, session: Session) -> Evaluation:
         return as_refused("qep", exc)
     session.begin(read_only=False)
     try:
-        before, err = session.explain_cost(eff.explain_sql, untrusted=False)
+        before, err = session.explain_cost(eff.explain_sql)
         if err:
             return as_invalid(f"efficiency.explain_sql cannot be explained: {err}")
-        fail = run_statements(session, stmts, untrusted=True)
+        fail = run_statements(session, stmts)
         if fail is not None:
             v = qep_verdict(
                 results_match=None,
@@ -80,7 +80,7 @@ def _evaluate_index(case: Case, pred_sql: str, session: Session) -> Evaluation:
                 error=f"the prediction failed: {fail.error}",
             )
             return from_verdict("qep", {"qep": v}, error_class=fail.error_class)
-        after, err = session.explain_cost(eff.explain_sql, untrusted=False)
+        after, err = session.explain_cost(eff.explain_sql)
         checks = run_checks(session, case) if case.checks else []
     except NeedsScratch as exc:
         return as_invalid(

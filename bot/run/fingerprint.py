@@ -1,16 +1,16 @@
 """Fingerprints of what produces an answer: the knowledge base, the agent (config + code + KB), one request.
 
-Every path that goes into a hash is relative (to the config file, or to the agent's folder), so the same
-commit checked out in two places (the working tree and a base worktree) has the same fingerprints.
+Every path that goes into a hash is relative (to the config file, to the agent's folder, or to the repository
+root), so the same commit checked out in two places (the working tree and a base worktree) has the same
+fingerprints. `agent.inputs` may narrow an agent's fingerprint for trusted runs only: a check's head (the pull
+request's agent, `AgentInputs.whole_tree`) is fingerprinted by its whole tree and the resolved config.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
-import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,30 +19,17 @@ from typing import Any
 from bot.base.git import repo_root, tree_contents
 from bot.cases.model import Case
 from bot.config.model import Config
+from bot.run.agent_files import (
+    OUTPUT_DIRS,
+    all_files,
+    command_files,
+    config_files,
+    python_agent_files,
+    relative,
+)
 
 FINGERPRINT_VERSION = "1"
-MAX_CODE_FILES = 2000  # *.py files hashed under an agent's folder, at most (in a stable walk order)
 MAX_TREE_FILES = 20000  # outside git: files hashed under the config folder before the answer cache gives up
-# sqlcanary's own output and caches: never an agent's input (a run must not change the next run's fingerprint)
-_OUTPUT_DIRS = frozenset({"sqlcanary-results", ".sqlcanary"})
-_SKIP_DIRS = frozenset(
-    {
-        "__pycache__",
-        ".git",
-        ".hg",
-        ".venv",
-        "venv",
-        "node_modules",
-        ".tox",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
-        "site-packages",
-        "dist-packages",
-        "build",
-        "dist",
-    }
-)
 # Agents whose answers are fixed by their spec (and a file): nothing to cache, nothing to ask again.
 FIXED_AGENTS = ("gold", "predictions", "run")
 # Agents with a cache of their own, keyed by everything they send (the llm agent: model, prompt with KB and schema):
@@ -62,13 +49,6 @@ def _file_digest(path: Path) -> bytes:
     return h.digest()
 
 
-def _relative(path: Path, base: Path) -> str:
-    try:
-        return path.resolve().relative_to(base.resolve()).as_posix()
-    except ValueError:
-        return path.resolve().as_posix()
-
-
 def hash_named_files(files: Iterable[tuple[str, Path]], *, salt: str = "") -> str:
     """Hash of (name, content) pairs, in name order; a file that vanished counts as missing."""
     return _hash_entries(((name, _file_id(path)) for name, path in files), salt=salt)
@@ -86,54 +66,8 @@ def kb_fingerprint(config: Config) -> str:
         )
         for p in matches:
             if p.is_file():
-                found.add((_relative(p, base), p))
+                found.add((relative(p, base), p))
     return hash_named_files(found, salt="kb")
-
-
-def python_files(folder: Path, *, limit: int = MAX_CODE_FILES) -> list[tuple[str, Path]]:
-    """*.py files under `folder` (relative names, a stable walk), skipping caches and virtualenvs; at most
-    `limit` of them, so an agent living at the top of a large tree still hashes quickly."""
-    return all_files(folder, limit=limit, suffix=".py")
-
-
-def _python_agent_files(target: str, base_dir: Path) -> list[tuple[str, Path]]:
-    module_part = target.rpartition(":")[0]
-    if module_part.endswith(".py") or "/" in module_part:
-        path = Path(module_part)
-        path = path if path.is_absolute() else base_dir / path
-        if not path.is_file():
-            return []
-        return python_files(path.parent)
-    try:
-        spec = importlib.util.find_spec(module_part)
-    except (ImportError, ValueError):
-        return []
-    if spec is None or not spec.origin or not Path(spec.origin).is_file():
-        return []
-    origin = Path(spec.origin)
-    if "." not in module_part and origin.name != "__init__.py":
-        return [(origin.name, origin)]
-    top = origin.parent
-    for _ in range(module_part.count(".")):
-        top = top.parent
-    return python_files(top)
-
-
-def _command_files(cmd: str, base_dir: Path) -> list[tuple[str, Path]]:
-    try:
-        tokens = shlex.split(cmd)
-    except ValueError:
-        return []
-    out: list[tuple[str, Path]] = []
-    for token in tokens:
-        if token.startswith("-"):
-            continue
-        path = Path(token) if Path(token).is_absolute() else base_dir / token
-        if not path.is_file():
-            continue
-        out.append((_relative(path, base_dir), path))
-        out.extend((_relative(p, base_dir), p) for p in sorted(path.parent.glob("*.py")) if p.is_file())
-    return out
 
 
 @dataclass(frozen=True)
@@ -147,6 +81,9 @@ class AgentInputs:
 
     globs: tuple[str, ...] | None = None
     env: tuple[str, ...] = ()
+    # The head of a check (`sqlcanary run --side head`): its agent is the pull request's, so `globs` never narrow
+    # what counts; every file of its repository does (tracked, and untracked unless ignored), case files too.
+    whole_tree: bool = False
 
 
 def agent_fingerprint(
@@ -159,10 +96,16 @@ def agent_fingerprint(
     inputs: AgentInputs = AgentInputs(),
     environ: Mapping[str, str] | None = None,
     exclude: Iterable[Path] = (),
+    config_fp: str = "",
+    outputs: Iterable[Path] = (),
 ) -> str | None:
     """What decides an agent's answers: its spec and options, what it reads (`inputs`), the KB, the environment
     variables `inputs.env` names. None when that cannot be known cheaply (a folder outside git holding more than
     MAX_TREE_FILES files): its answers are then never cached.
+
+    `inputs.whole_tree` (a check's head): every file of the repository counts, `exclude` does not apply, and
+    `config_fp` (config_digest of the resolved config) is hashed too; `outputs` are the folders this run
+    writes (the cache, the run's own output), whose untracked files never count.
 
     `python:FILE:FN` / `python:MODULE:FN` and `command:CMD` also hash their code (the file and the *.py under its
     folder, the module's package, the files CMD names), wherever it lives; `predictions:` / `run:`: that file;
@@ -179,16 +122,24 @@ def agent_fingerprint(
         path = here if here.exists() else base / arg
         return hash_named_files([("predictions", path)], salt=header)
     if kind == "python":
-        code = _python_agent_files(arg, base)
+        code = python_agent_files(arg, base)
     elif kind == "command":
-        code = _command_files(arg, base)
+        code = command_files(arg, base)
     else:  # another kind (`llm[:CONFIG]`): the files its argument names, else the config beside it
-        code = _command_files(arg, base) if arg else _config_files(base)
+        code = command_files(arg, base) if arg else config_files(base)
     env = environ or {}  # Settings.environ: only the names `inputs.env` lists are looked at
     values = {
         name: hashlib.sha256(env[name].encode()).hexdigest() if name in env else None for name in inputs.env
     }
     salt = f"{header}\0kb:{kb_fp}\0env:{json.dumps(values, sort_keys=True)}"
+    if inputs.whole_tree:
+        entries = whole_tree_entries(base, tuple(outputs))
+        if entries is None:  # outside git: the config folder, as below
+            entries = _tree_entries(base, [], set())
+        if entries is None:
+            return None
+        files = [*entries, *((name, _file_id(p)) for name, p in code)]
+        return _hash_entries(files, salt=f"whole-tree\0{salt}\0config:{config_fp}")
     if inputs.globs is not None:
         return hash_named_files([*code, *_globbed(base, inputs.globs)], salt=salt)
     tree = _tree_entries(base, [p for _, p in code], {p.resolve() for p in exclude})
@@ -198,7 +149,7 @@ def agent_fingerprint(
 
 
 def _globbed(base: Path, patterns: tuple[str, ...]) -> list[tuple[str, Path]]:
-    return [(_relative(p, base), p) for pattern in patterns for p in base.glob(pattern) if p.is_file()]
+    return [(relative(p, base), p) for pattern in patterns for p in base.glob(pattern) if p.is_file()]
 
 
 def _file_id(path: Path) -> str:
@@ -225,30 +176,39 @@ def _tree_entries(base: Path, code: list[Path], exclude: set[Path]) -> list[tupl
             return None
         return [(name, _file_id(p)) for name, p in files if p.resolve() not in exclude]
     folders = tuple(dict.fromkeys([base.resolve(), *(p.resolve().parent for p in code)]))
-    skipped = {_relative(p, repo) for p in exclude}
+    skipped = {relative(p, repo) for p in exclude}
     return [
         (name, content_id)
         for name, content_id in tree_contents(repo, untracked_in=folders).items()
-        if name not in skipped and not _OUTPUT_DIRS.intersection(name.split("/"))
+        if name not in skipped and not OUTPUT_DIRS.intersection(name.split("/"))
     ]
 
 
-def all_files(folder: Path, *, limit: int, suffix: str = "") -> list[tuple[str, Path]]:
-    """Every file under `folder` whose name ends with `suffix` (relative names, a stable walk) but caches,
-    virtualenvs and sqlcanary's own output; at most `limit` of them."""
-    out: list[tuple[str, Path]] = []
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS | _OUTPUT_DIRS and not d.startswith("."))
-        for name in sorted(f for f in files if f.endswith(suffix)):
-            p = Path(root) / name
-            out.append((_relative(p, folder), p))
-            if len(out) >= limit:
-                return out
-    return out
+def whole_tree_entries(base: Path, outputs: tuple[Path, ...] = ()) -> list[tuple[str, str]] | None:
+    """(name, content id) of every file of the repository holding `base` (None outside one): tracked files as they
+    are in the working tree wherever they are, and the untracked, unignored ones except under sqlcanary's output
+    folders (`outputs`, and the default ones anywhere), which a run writes and no answer depends on."""
+    repo = repo_root(base)
+    if repo is None:
+        return None
+    skipped = []
+    for folder in outputs:
+        rel = relative(folder, repo)
+        if rel not in ("", ".") and not Path(rel).is_absolute():
+            skipped.append(rel)
+    contents = tree_contents(
+        repo, untracked_in=(repo,), skip_untracked=tuple(skipped), skip_untracked_names=tuple(OUTPUT_DIRS)
+    )
+    return sorted(contents.items())
 
 
-def _config_files(base: Path) -> list[tuple[str, Path]]:
-    return [(name, base / name) for name in ("sqlcanary.yml", "sqlcanary.yaml") if (base / name).is_file()]
+def config_digest(config: Config) -> str:
+    """Hash of a resolved config (what the head of a check is evaluated with), without the paths of this
+    checkout (its folder and file; an absolute suite path is made relative to the folder) or the DSN."""
+    data = config.model_dump(mode="json", exclude={"base_dir", "config_file", "dsn"})
+    if config.suite and Path(config.suite).is_absolute():  # a suite the head moved (bot.check.trees)
+        data["suite"] = Path(os.path.relpath(config.suite, config.base_dir)).as_posix()
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def uses_answer_cache(spec: str) -> bool:

@@ -102,12 +102,12 @@ class Copies:
     def _rank(self, case: Case, gold_sql: str, real: Session, options: CompareOptions) -> list[int]:
         real.begin(read_only=True)
         try:
-            gold = real.fetch(gold_sql, untrusted=False, savepoint=True)
+            gold = real.fetch(gold_sql, savepoint=True)
             if not gold.ok or gold.result is None:
                 return []
             survivors = []
             for m in gold_mutants(gold_sql, limit=MUTANTS):
-                out = real.fetch(as_compared(m, options), untrusted=False, savepoint=True)
+                out = real.fetch(as_compared(m, options), savepoint=True)
                 if out.ok and out.result is not None and _same(case, gold_sql, gold.result, out, options):
                     survivors.append(as_compared(m, options))
         finally:
@@ -118,16 +118,14 @@ class Copies:
             s = self.session(case.db, i)
             s.begin(read_only=True)
             try:
-                g = s.fetch(gold_sql, untrusted=False, savepoint=True)
+                g = s.fetch(gold_sql, savepoint=True)
                 if not g.ok or g.result is None or (gold.result.rows and not g.result.rows):
                     continue  # the gold fails or returns nothing on this copy: it cannot judge
                 useful.append(i)
                 kills[i] = {
                     j
                     for j, m in enumerate(survivors)
-                    if not _same(
-                        case, gold_sql, g.result, s.fetch(m, untrusted=False, savepoint=True), options
-                    )
+                    if not _same(case, gold_sql, g.result, s.fetch(m, savepoint=True), options)
                 }
             finally:
                 s.rollback()
@@ -140,8 +138,8 @@ class Copies:
         gold_sql, pred_sql = as_compared(gold_sql, options), as_compared(pred_sql, options)
         real.begin(read_only=True)
         try:
-            gold = real.fetch(gold_sql, untrusted=False, savepoint=True)
-            pred = real.fetch(pred_sql, untrusted=True)
+            gold = real.fetch(gold_sql, savepoint=True)
+            pred = real.fetch(pred_sql)
             if not (gold.ok and pred.ok and gold.result is not None and pred.result is not None):
                 return False
             return judge_pair(real, case, gold_sql, gold.result, pred_sql, pred.result, options).match is True
@@ -159,10 +157,10 @@ class Copies:
             s = self.session(case.db, i)
             s.begin(read_only=True)
             try:
-                gold = s.fetch(gold_sql, untrusted=False, savepoint=True)
+                gold = s.fetch(gold_sql, savepoint=True)
                 if not gold.ok or gold.result is None:
                     continue
-                pred = s.fetch(pred_sql, untrusted=True)
+                pred = s.fetch(pred_sql)
                 if pred.ok and pred.result is not None:
                     v = judge_pair(s, case, gold_sql, gold.result, pred_sql, pred.result, options)
                     if v.match is not False:

@@ -82,7 +82,7 @@ def _runs(session: Session, gold_sql: str, n_keys: int, n_rows: int) -> tuple[in
     probe_sql = with_order_keys(gold_sql)
     if probe_sql is None:
         return None
-    probe = session.fetch(probe_sql, untrusted=False, savepoint=True)
+    probe = session.fetch(probe_sql, savepoint=True)
     if not probe.ok or probe.result is None or probe.result.truncated or len(probe.result.rows) != n_rows:
         return None
     runs: list[int] = []
@@ -112,7 +112,7 @@ def order_check(
     if positions is not None and info.limit is not None and len(gold_rows) == info.limit and gold_rows:
         probe_sql = with_limit(gold_sql, info.limit + 1)
         if probe_sql:
-            probe = session.fetch(probe_sql, untrusted=False, savepoint=True)
+            probe = session.fetch(probe_sql, savepoint=True)
             if probe.ok and probe.result and len(probe.result.rows) > info.limit:
                 rows = probe.result.rows
                 tie_cut = tuple(rows[-1][i] for i in positions) == tuple(rows[-2][i] for i in positions)
@@ -161,12 +161,12 @@ def _compare_alternatives(
     pred_text = as_compared(pred_text, options)
     for idx, gold_sql in enumerate(case.gold_sql):
         gold_sql = as_compared(gold_sql, options)
-        gold = session.fetch(gold_sql, untrusted=False, savepoint=multi)
+        gold = session.fetch(gold_sql, savepoint=multi)
         if not gold.ok:
             gold_errors.append(f"gold #{idx + 1}: {gold.error}")
             continue
         if pred is None:
-            pred = session.fetch(pred_text, untrusted=True)
+            pred = session.fetch(pred_text)
             if not pred.ok:
                 return {
                     "execution": error_verdict(
@@ -193,7 +193,7 @@ def evaluate_query(case: Case, pred_sql: str, session: Session, *, options: Comp
     session.begin(read_only=True)
     try:
         if refused is not None:
-            gold = session.fetch(case.gold_sql[0], untrusted=False)
+            gold = session.fetch(case.gold_sql[0])
             return (
                 as_invalid(f"the gold failed: {gold.error}")
                 if not gold.ok

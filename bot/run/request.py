@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from bot.base.errors import ConfigError
 from bot.config.model import MAX_PERTURB
@@ -23,6 +23,7 @@ _VALUE_FLAGS = (
     "repeat",
     "shard",
     "perturb",
+    "side",
 )
 _SWITCHES = ("persistent", "no_answer_cache", "quiet", "verbose")
 
@@ -61,6 +62,9 @@ class RunRequest:
     last_failed: bool = False
     exitfirst: bool = False
     allow_invalid: bool = False
+    # Which side of a check this run evaluates (`check` sets it for each tree's run; None: a run of its own). The
+    # head's agent is the pull request's: its cached answers are keyed by its whole tree, never `agent.inputs`.
+    side: Literal["base", "head"] | None = None
     # The folder the paths above are relative to, and where a config is looked for (None: the current folder).
     # The Action gives its working directory here instead of changing the process's current folder.
     cwd: str | None = None

@@ -32,7 +32,7 @@ from bot.db.session import ConnectionLost, Session
 from bot.db.templates import Database, working_databases
 from bot.run.cache import AnswerCache, AnswerSource
 from bot.run.case_judge import judge_answer
-from bot.run.case_results import case_result, combine_attempts
+from bot.run.case_results import case_result, combine_attempts, judge_hash
 from bot.run.evaluation import Evaluation
 from bot.run.perturb_setup import copies_wanted, perturbed_copies
 from bot.scoring.execution import resolve_options
@@ -58,6 +58,8 @@ class RunOptions:
     agent_fingerprint: str = ""
     kb_fingerprint: str = ""
     answer_cache: AnswerCache | None = None
+    # What the agent fingerprint keying the answer cache covers (bot.run.setup.cache_basis; meta.cache_basis).
+    cache_basis: str | None = None
     sandbox: str | None = None  # the agent's isolation, recorded as meta.sandbox (bot.agents.sandbox)
 
 
@@ -125,6 +127,9 @@ def run_suite(
     used_dbs = {c.db: suite.databases[c.db] for c in cases}
     preset_layer = CompareOptions(preset=opts.preset) if opts.preset else None
     options = {c.id: resolve_options(suite.settings.compare, c.compare, preset_layer) for c in cases}
+    judged_by = {
+        c.id: judge_hash(c, options[c.id], statement_timeout_ms=timeout_ms, row_cap=row_cap) for c in cases
+    }
     results: dict[int, CaseResult] = {}
     fingerprints: dict[str, str] = {}
     source = AnswerSource(agent, fingerprint=opts.agent_fingerprint, cache=opts.answer_cache)
@@ -154,6 +159,7 @@ def run_suite(
             kb_fingerprint=opts.kb_fingerprint,
             agent_calls=source.calls,
             cache_hits=source.hits,
+            cache_basis=opts.cache_basis if opts.answer_cache is not None else None,
             sandbox=opts.sandbox,
             perturb=max(wanted.values(), default=0) or None,
         )
@@ -210,7 +216,13 @@ def run_suite(
             same = (answer.sql, answer.alternatives)  # attempts with the same SQL are judged once
             ev = memo[same] if same in memo else memo.setdefault(same, judge(case, answer))
             return case_result(
-                case, answer, ev, agent_s=agent_s, eval_s=time.perf_counter() - e0, answer_key=key
+                case,
+                answer,
+                ev,
+                agent_s=agent_s,
+                eval_s=time.perf_counter() - e0,
+                answer_key=key,
+                judged_by=judged_by[case.id],
             )
 
         def one(index: int, case: Case) -> None:

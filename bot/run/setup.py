@@ -5,7 +5,7 @@ per-tree runs and the repair loop all build their agent here."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ from bot.agents import AgentContext, make_agent
 from bot.agents.env import agent_environment
 from bot.agents.sandbox import Sandbox
 from bot.base.errors import ConfigError
+from bot.base.git import git_sha, repo_root
 from bot.base.results import LLMUsage
 from bot.base.settings import Settings
 from bot.cases.fields import parse_duration_ms
@@ -21,7 +22,13 @@ from bot.cases.model import Case, Suite
 from bot.cases.selection import select_cases
 from bot.config.model import Config
 from bot.run.cache import AnswerCache
-from bot.run.fingerprint import AgentInputs, agent_fingerprint, kb_fingerprint, uses_answer_cache
+from bot.run.fingerprint import (
+    AgentInputs,
+    agent_fingerprint,
+    config_digest,
+    kb_fingerprint,
+    uses_answer_cache,
+)
 from bot.run.merge import in_shard, parse_shard
 from bot.run.request import RunRequest
 from bot.run.runner import RunOptions
@@ -69,6 +76,8 @@ def choose_agent(req: RunRequest, config: Config, *, cwd: str | None = None) -> 
         options["config"] = config.config_file  # the llm agent reads its `llm:` settings and `kb.paths` there
     declared = config.agent if from_config and config.agent else None
     inputs = AgentInputs(globs=declared.inputs, env=declared.env) if declared else AgentInputs()
+    if req.side == "head":  # the pull request's agent: `agent.inputs` may not narrow what keys its answers
+        inputs = replace(inputs, whole_tree=True)
     return AgentChoice(
         spec=spec,
         options=options,
@@ -80,11 +89,20 @@ def choose_agent(req: RunRequest, config: Config, *, cwd: str | None = None) -> 
 
 
 def fingerprints(
-    choice: AgentChoice, config: Config, suite: Suite, settings: Settings, *, cwd: str | None = None
+    choice: AgentChoice,
+    config: Config,
+    suite: Suite,
+    settings: Settings,
+    *,
+    cwd: str | None = None,
+    outputs: tuple[Path, ...] = (),
 ) -> tuple[str | None, str]:
     """(agent fingerprint, KB fingerprint) of a run of `suite` started in `cwd` (default: the current folder).
-    The agent fingerprint is None when what the agent reads cannot be known: its answers are then not cached."""
+    The agent fingerprint is None when what the agent reads cannot be known: its answers are then not cached.
+    A check's head (`inputs.whole_tree`) is fingerprinted by its whole tree and the resolved config; `outputs`
+    (the folders the run writes) then never count."""
     kb_fp = kb_fingerprint(config)
+    whole = choice.inputs.whole_tree
     agent_fp = agent_fingerprint(
         choice.spec,
         choice.options,
@@ -93,9 +111,23 @@ def fingerprints(
         cwd=cwd,
         inputs=choice.inputs,
         environ=settings.environ,
-        exclude=suite.files,
+        exclude=() if whole else suite.files,
+        config_fp=config_digest(config) if whole else "",
+        outputs=(settings.cache_dir, *outputs) if whole else (),
     )
     return agent_fp, kb_fp
+
+
+def cache_basis(choice: AgentChoice) -> str:
+    """Why an answer from the cache may be trusted: what the agent fingerprint keying it covers."""
+    base = Path(choice.base_dir)
+    if choice.inputs.whole_tree:
+        sha = git_sha(base)
+        return f"the whole head tree at {sha[:12]}" if sha else "the whole head folder"
+    if choice.inputs.globs is not None:
+        n = len(choice.inputs.globs)
+        return f"agent.inputs: {n} glob{'s' if n != 1 else ''}"
+    return "every file of the repository" if repo_root(base) else "every file of the config folder"
 
 
 def answer_cache(
@@ -154,7 +186,9 @@ def run_options(
 ) -> RunOptions:
     jobs = req.jobs or config.jobs or 2
     timeout = req.statement_timeout or config.statement_timeout
-    agent_fp, kb_fp = fingerprints(choice, config, suite, settings, cwd=str(req.folder))
+    outputs = (out.parent,) if out else ()
+    agent_fp, kb_fp = fingerprints(choice, config, suite, settings, cwd=str(req.folder), outputs=outputs)
+    cache = answer_cache(req, config, choice, settings) if agent_fp else None
     return RunOptions(
         jobs=jobs,
         preset=req.preset or config.preset,
@@ -172,5 +206,6 @@ def run_options(
         shard=str(parse_shard(req.shard)) if req.shard else None,
         agent_fingerprint=agent_fp or "",
         kb_fingerprint=kb_fp,
-        answer_cache=answer_cache(req, config, choice, settings) if agent_fp else None,
+        answer_cache=cache,
+        cache_basis=cache_basis(choice) if cache is not None else None,
     )

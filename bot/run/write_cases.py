@@ -5,6 +5,7 @@ template."""
 from __future__ import annotations
 
 from bot.cases.model import Case
+from bot.db.schema_state import SchemaState, schema_state
 from bot.db.session import Outcome, Session
 from bot.db.statements import UnsafeSQL, write_statements
 from bot.run.evaluation import (
@@ -20,10 +21,10 @@ from bot.scoring.execution import error_verdict
 from bot.scoring.tcv import CheckOutcome, judge_check, tcv_verdict
 
 
-def run_statements(session: Session, stmts: list[str], *, untrusted: bool) -> Outcome | None:
+def run_statements(session: Session, stmts: list[str]) -> Outcome | None:
     """The first failing statement's outcome, or None when all ran. Raises NeedsScratch."""
     for stmt in stmts:
-        out = session.execute(stmt, untrusted=untrusted)
+        out = session.execute(stmt)
         if not out.ok:
             if out.error_class == "needs_autocommit":
                 raise NeedsScratch(out.error)
@@ -31,22 +32,49 @@ def run_statements(session: Session, stmts: list[str], *, untrusted: bool) -> Ou
     return None
 
 
+def _case_statements(sql: str, what: str) -> list[str]:
+    """The suite's own SQL (setup, a write gold) under the same rules as a prediction: split into statements,
+    transaction control and the guarded settings refused. A suite comes from the pull request too."""
+    try:
+        return write_statements(sql)
+    except UnsafeSQL as exc:
+        raise GoldFailed(f"{what}: {exc}") from None
+
+
 def run_checks(session: Session, case: Case) -> list[CheckOutcome]:
+    """Each check, one query, read from the guard settings (Session.fetch resets what the SQL before it set)."""
     outs = []
     for chk in case.checks:
-        out = session.fetch(chk.sql, untrusted=False, savepoint=session.in_transaction())
+        out = session.fetch(chk.sql, savepoint=session.in_transaction())
         outs.append(CheckOutcome(check=chk, result=out.result, error=out.error))
     return outs
 
 
-def _gold_phase(case: Case, session: Session) -> list[CheckOutcome]:
-    fail = run_statements(session, list(case.setup_sql), untrusted=False)
-    if fail:
-        raise GoldFailed(f"setup_sql failed: {fail.error}")
+def _setup(case: Case, session: Session) -> None:
+    for sql in case.setup_sql:
+        session.fresh()
+        fail = run_statements(session, _case_statements(sql, "setup_sql"))
+        if fail:
+            raise GoldFailed(f"setup_sql failed: {fail.error}")
+
+
+def _same_transaction(session: Session, before: SchemaState, after: SchemaState) -> None:
+    """The case's SQL runs through the guard functions, which cannot end a transaction; this makes sure of it."""
+    if not session.direct and before.transaction != after.transaction:
+        raise GoldFailed("the case's transaction was ended by its SQL; nothing it did can be judged")
+
+
+def _gold_phase(case: Case, session: Session) -> tuple[list[CheckOutcome], bool]:
+    """The gold's checks, and whether the gold changes the schema (a case about DDL)."""
+    _setup(case, session)
+    before = schema_state(session)
     for gold in case.gold_sql[:1]:
-        fail = run_statements(session, write_statements(gold), untrusted=False)
+        session.fresh()
+        fail = run_statements(session, _case_statements(gold, "the gold"))
         if fail:
             raise GoldFailed(fail.error)
+    after = schema_state(session)
+    _same_transaction(session, before, after)
     outs = run_checks(session, case)
     if case.gold_sql:
         for i, out in enumerate(outs):
@@ -54,17 +82,29 @@ def _gold_phase(case: Case, session: Session) -> list[CheckOutcome]:
                 ok, why = judge_check(out, gold=None)
                 if not ok:
                     raise GoldFailed(f"the gold does not pass its own check #{i + 1}: {why}")
-    return outs
+    return outs, before.schema != after.schema
 
 
-def _pred_phase(case: Case, session: Session, stmts: list[str]) -> tuple[list[CheckOutcome], Outcome | None]:
-    fail = run_statements(session, list(case.setup_sql), untrusted=False)
-    if fail:
-        raise GoldFailed(f"setup_sql failed: {fail.error}")
-    fail = run_statements(session, stmts, untrusted=True)
+def _pred_phase(
+    case: Case, session: Session, stmts: list[str], *, ddl: bool
+) -> tuple[list[CheckOutcome], Outcome | None]:
+    _setup(case, session)
+    before = schema_state(session)
+    session.fresh()
+    fail = run_statements(session, stmts)
     if fail:
         return [], fail
+    after = schema_state(session)
+    _same_transaction(session, before, after)
+    if after.schema != before.schema and not ddl:
+        return [], Outcome(error=SCHEMA_CHANGED, error_class="schema_changed")
     return run_checks(session, case), None
+
+
+SCHEMA_CHANGED = (
+    "the prediction changes the schema (a table, view, column, policy or function) where the gold does not: "
+    "its checks could read what it built instead of what it changed, so it is not judged by them"
+)
 
 
 def evaluate_write(
@@ -79,10 +119,10 @@ def evaluate_write(
     session.begin(read_only=False)
     try:
         session.savepoint("sqlcanary_gold")
-        gold_checks = _gold_phase(case, session)
+        gold_checks, ddl = _gold_phase(case, session)
         session.rollback_to("sqlcanary_gold")
         session.restore_sequences()
-        pred_checks, fail = _pred_phase(case, session, stmts)
+        pred_checks, fail = _pred_phase(case, session, stmts, ddl=ddl)
     except GoldFailed as exc:
         return as_invalid(f"the gold failed: {exc}")
     except NeedsScratch:
@@ -105,9 +145,9 @@ def evaluate_write(
 def _evaluate_write_in_scratch(case: Case, stmts: list[str], scratch: ScratchFactory) -> Evaluation:
     try:
         with scratch(case.db) as s:
-            gold_checks = _gold_phase(case, s)
+            gold_checks, ddl = _gold_phase(case, s)
         with scratch(case.db) as s:
-            pred_checks, fail = _pred_phase(case, s, stmts)
+            pred_checks, fail = _pred_phase(case, s, stmts, ddl=ddl)
     except GoldFailed as exc:
         return as_invalid(f"the gold failed: {exc}")
     except NeedsScratch as exc:

@@ -28,6 +28,8 @@ import re
 import secrets
 import shutil
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -156,12 +158,12 @@ def _repository(root: Path) -> tuple[Path, str, str]:
     return bare, base_sha, head_sha
 
 
-@pytest.fixture(scope="module")
-def pull_request(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, act_binary: str):
-    """The fake GitHub, the git server, the working directory act runs in (a depth-1 clone of the head whose
-    origin is the git server) and the event; then act run twice on that event."""
-    root = tmp_path_factory.mktemp("act")
-    bare, base_sha, head_sha = _repository(root)
+@contextmanager
+def served(
+    root: Path, bare: Path, base_sha: str, head_sha: str, *, wheelhouse: Path, act_binary: str
+) -> Iterator[Act]:
+    """The fake GitHub with the pull request, the git server for `bare`, the working directory act runs in (a
+    depth-1 clone of the head whose origin is the git server) and the event: act, ready to run on it."""
     with (
         FakeGitHub(tokens=dict(TOKENS)) as fake,
         GitHttpServer(bare.parents[1], token=ACTIONS_TOKEN) as git_server,
@@ -174,10 +176,20 @@ def pull_request(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, act
         _link_tree(wheelhouse, workdir / ".wheelhouse")
         event = root / "event.json"
         event.write_text(json.dumps(_event(base_sha, head_sha)))
-        had_base = _has_commit(workdir, base_sha)
-        act = Act(
+        yield Act(
             act_binary, workdir=workdir, event=event, home=root / "home", fake=fake, git_server=git_server
         )
+    assert fake.errors == [], f"the fake GitHub saw requests it does not know: {fake.errors}"
+
+
+@pytest.fixture(scope="module")
+def pull_request(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, act_binary: str):
+    """act run twice on the pull request (`served`)."""
+    root = tmp_path_factory.mktemp("act")
+    bare, base_sha, head_sha = _repository(root)
+    with served(root, bare, base_sha, head_sha, wheelhouse=wheelhouse, act_binary=act_binary) as act:
+        fake, git_server = act.fake, act.git_server
+        had_base = _has_commit(act.workdir, base_sha)
         first = act.run()
         after_first = {
             "comments": [dict(c) for c in fake.state.repo(REPO).comments.values()],
@@ -194,7 +206,6 @@ def pull_request(tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, act
             second=second,
             after_first=after_first,
         )
-    assert fake.errors == [], f"the fake GitHub saw requests it does not know: {fake.errors}"
 
 
 def _has_commit(repo: Path, sha: str) -> bool:

@@ -121,6 +121,9 @@ def test_the_shop_gives_a_superusers_statuses(runs):
 @pytest.mark.parametrize("category", ["query", "management"])
 def test_hostile_predictions_fail_and_the_next_case_is_pristine(runs, attack, category):
     case = runs["hostile"][f"{attack['id']}:{category}"]
+    if attack[category] == "PASS":  # the right change (tests/fixtures/hostile/attacks.yml)
+        assert case.status == "passed", case.reason
+        return
     assert case.status == "failed", (case.status, case.reason)
     if (attack["id"], category) not in COSTS:
         assert re.search(attack[category], case.reason, re.I), case.reason

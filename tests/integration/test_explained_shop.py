@@ -45,7 +45,7 @@ def fetch(session: Session, sql: str) -> tuple[tuple[str, ...], list[tuple[Any, 
     """(column names, rows normalised as the comparison normalises them)."""
     session.begin(read_only=True)
     try:
-        out = session.fetch(sql, untrusted=False)
+        out = session.fetch(sql)
     finally:
         session.rollback()
     assert out.ok, out.error

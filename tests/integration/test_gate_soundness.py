@@ -83,14 +83,23 @@ def test_a_branch_that_deletes_the_case_it_broke_still_fails(repo, pg_dsn, tmp_p
     assert check(pg_dsn, tmp_path / "allowed", "--allow-removed") == 0  # said out loud, it passes
 
 
-def test_narrowed_inputs_that_miss_the_file_replay_the_base_answers(repo, pg_dsn, tmp_path):
-    """The risk the README spells out for `agent.inputs`: a file outside the globs can change unseen."""
+def test_narrowed_inputs_that_miss_the_file_never_replay_answers_to_the_head(repo, pg_dsn, tmp_path):
+    """`agent.inputs` narrows trusted runs only: a plain run still replays across a file outside the globs (the
+    risk the README spells out), but a check's head is keyed by its whole tree, so its change is seen."""
     (repo / "evals/agent/sqlcanary.yml").write_text(config(["agent.py"]))
     git(repo, "commit", "-qam", "narrow the agent's inputs")
+    cfg = "evals/agent/sqlcanary.yml"
+    assert main(["run", "--config", cfg, "--dsn", pg_dsn, "--out", str(tmp_path / "a.json"), "-q"]) == 0
     branch_breaking_the_data_file(repo)
-    assert check(pg_dsn, tmp_path / "out") == 0
-    head = read_run(tmp_path / "out/head.json")
-    assert (head.meta.agent_calls, head.meta.cache_hits) == (0, 3)
+    assert main(["run", "--config", cfg, "--dsn", pg_dsn, "--out", str(tmp_path / "b.json"), "-q"]) == 0
+    plain = read_run(tmp_path / "b.json")
+    assert (plain.meta.agent_calls, plain.meta.cache_hits) == (0, 3)
+    assert plain.meta.cache_basis == "agent.inputs: 1 glob"
+    assert check(pg_dsn, tmp_path / "out") == 1
+    base, head = read_run(tmp_path / "out/base.json"), read_run(tmp_path / "out/head.json")
+    assert (base.meta.agent_calls, base.meta.cache_hits) == (0, 3)  # the base's side keeps the narrowed key
+    assert (head.meta.agent_calls, head.meta.cache_hits) == (3, 0)
+    assert (head.meta.cache_basis or "").startswith("the whole head tree at ")
 
 
 @pytest.mark.parametrize("where", [".", "evals", "evals/agent", "data"])

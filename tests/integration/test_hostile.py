@@ -103,6 +103,9 @@ def hostile_run(tmp_path_factory, pg_dsn):
 @pytest.mark.parametrize("category", ["query", "management"])
 def test_attack_fails_with_clear_reason(hostile_run, attack, category):
     case = hostile_run[f"{attack['id']}:{category}"]
+    if attack[category] == "PASS":  # the right change, and session state its checks must not be read under
+        assert case.status == "passed", case.reason
+        return
     assert case.status == "failed", (case.status, case.reason)
     assert re.search(attack[category], case.reason, re.I), case.reason
 

@@ -4,6 +4,7 @@ gives, never the tokens of the Action's environment; and secrets masked out of w
 from __future__ import annotations
 
 import json
+import os
 import stat
 import sys
 from pathlib import Path
@@ -115,7 +116,7 @@ def test_a_command_agent_sees_only_its_allowed_environment(tmp_path: Path, persi
     assert TOKEN not in json.dumps(seen)
 
 
-def test_without_an_env_the_agent_inherits_sqlcanarys_own(tmp_path: Path, monkeypatch) -> None:
+def test_without_an_env_the_agent_inherits_nothing_of_sqlcanarys_own(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("SQLCANARY_TEST_INHERITED", "yes")
     (tmp_path / "agent.py").write_text(PRINT_ENV, encoding="utf-8")
     out = tmp_path / "env.json"
@@ -123,7 +124,8 @@ def test_without_an_env_the_agent_inherits_sqlcanarys_own(tmp_path: Path, monkey
         f"command:{PY} agent.py", AgentContext(base_dir=str(tmp_path), options={"out": str(out)})
     )
     assert agent.answer(case()).sql == "SELECT 1"
-    assert json.loads(out.read_text(encoding="utf-8"))["SQLCANARY_TEST_INHERITED"] == "yes"
+    seen = json.loads(out.read_text(encoding="utf-8"))
+    assert "SQLCANARY_TEST_INHERITED" not in seen and seen["PATH"] == os.defpath  # bot.base.childenv
 
 
 def test_a_bare_program_name_is_looked_up_on_the_agents_path(tmp_path: Path) -> None:

@@ -48,10 +48,10 @@ def change(id: str = "x", transition: str = "still_passing", **kw) -> CaseChange
 def test_check_conclusions() -> None:
     assert check_conclusion("pass") == "success"
     assert check_conclusion("regressions") == "failure", "regressions fail the check by default"
-    assert check_conclusion("incomparable") == "neutral"
+    assert check_conclusion("incomparable") == "failure", "nothing judged is never neutral"
     assert check_conclusion("regressions", enforce=False) == "neutral"
     assert check_conclusion("pass", enforce=False) == "success"
-    assert check_conclusion("incomparable", enforce=False) == "neutral"
+    assert check_conclusion("incomparable", enforce=False) == "failure"
     assert check_conclusion("regressions", enforce=True) == "failure"
     assert [exit_code(v) for v in ("pass", "regressions", "incomparable")] == [0, 1, 2]
 
