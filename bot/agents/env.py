@@ -17,16 +17,13 @@ own process, so this function cannot protect them by itself: their isolation is 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 
-from bot.base.childenv import LOCALE_PREFIXES, PROCESS_NAMES
+from bot.base.childenv import on_allow_list
 from bot.base.errors import ConfigError
-from bot.base.secrets import is_secret_name
 
-# bot.base.childenv's allow-list (what every child of sqlcanary gets), plus what an agent's programs use.
-BASE_NAMES = PROCESS_NAMES | frozenset({"SHELL", "TERM", "PYTHONPATH", "VIRTUAL_ENV"})
-BASE_PREFIXES = LOCALE_PREFIXES
+# What an agent's programs use besides bot.base.childenv's allow-list (what every child of sqlcanary gets).
+AGENT_NAMES = frozenset({"SHELL", "TERM", "PYTHONPATH", "VIRTUAL_ENV"})
 # Never passed, whoever names them in `agent.env`: the runner's and the Action's credentials and files, the
 # database's superuser and passwords, sqlcanary's own settings.
 FORBIDDEN_PREFIXES = ("GITHUB_", "ACTIONS_", "INPUT_", "RUNNER_", "SQLCANARY_")
@@ -53,9 +50,8 @@ def check_allow(names: Iterable[str]) -> None:
 
 
 def is_base_name(name: str) -> bool:
-    """On the base list, and not secret-looking (`LC_API_KEY` is not a locale setting)."""
-    key = name.upper() if os.name == "nt" else name  # Windows names ignore case
-    return (key in BASE_NAMES or key.startswith(BASE_PREFIXES)) and not is_secret_name(name)
+    """On the base list (bot.base.childenv's, plus AGENT_NAMES), and not secret-looking."""
+    return on_allow_list(name, names=AGENT_NAMES)
 
 
 def agent_environment(environ: Mapping[str, str], *, allow: Iterable[str] = ()) -> dict[str, str]:

@@ -48,19 +48,21 @@ def _key(name: str) -> str:
     return name.upper() if os.name == "nt" else name  # Windows names ignore case
 
 
+def on_allow_list(name: str, *, names: Iterable[str] = (), prefixes: tuple[str, ...] = ()) -> bool:
+    """`name` is on the allow-list (PROCESS_NAMES, LC_*) or among `names` / `prefixes`, and does not look secret
+    (`LC_API_KEY` is not a locale setting)."""
+    key = _key(name)
+    listed = key in PROCESS_NAMES or key in {_key(n) for n in names}
+    return (listed or key.startswith((*LOCALE_PREFIXES, *prefixes))) and not is_secret_name(name)
+
+
 def allow_listed(
     environ: Mapping[str, str] | None, *, names: Iterable[str] = (), prefixes: tuple[str, ...] = ()
 ) -> dict[str, str]:
-    """The variables of `environ` on the allow-list (PROCESS_NAMES, LC_*) or among `names` / `prefixes`, but
-    none that looks secret; PATH=os.defpath when `environ` gives none (a child must find its programs)."""
-    extra = {_key(n) for n in names}
-    wanted = (*LOCALE_PREFIXES, *prefixes)
-    out = {
-        k: v
-        for k, v in (environ or {}).items()
-        if (_key(k) in PROCESS_NAMES or _key(k) in extra or _key(k).startswith(wanted))
-        and not is_secret_name(k)
-    }
+    """The variables of `environ` on the allow-list (on_allow_list); PATH=os.defpath when `environ` gives none (a
+    child must find its programs)."""
+    names = tuple(names)
+    out = {k: v for k, v in (environ or {}).items() if on_allow_list(k, names=names, prefixes=prefixes)}
     if not any(_key(k) == "PATH" for k in out):
         out["PATH"] = os.defpath
     return out

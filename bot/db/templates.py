@@ -103,25 +103,35 @@ def promote_template(cur, loading: str, name: str) -> None:
     touch_template(cur, name)
 
 
-def _prepare(server: Server, loading: str, files: tuple[Path, ...], *, db_label: str) -> None:
-    """Load the fixture into `loading` as the restricted role (bot.db.fixture_load: untrusted SQL never runs as
-    the admin), then, as the admin, give the role what the fixture left to others, add the guard schema and
-    ANALYZE. The admin's session names only pg_catalog: nothing the fixture created can stand in for a function
-    or operator the admin calls."""
-    password = ensure_runner_role(server)
-    ident = sql.Identifier(loading)
-    with closing(admin_connect(server)) as conn, conn.cursor() as cur:
-        cur.execute(sql.SQL("REVOKE TEMPORARY ON DATABASE {} FROM PUBLIC").format(ident))
-        # To PUBLIC, as for a clone: a grant to the role itself would be a privilege it holds on a shared object,
-        # which every run's role check resets (bot.db.rolestate).
-        cur.execute(sql.SQL("GRANT CONNECT, CREATE ON DATABASE {} TO PUBLIC").format(ident))
-    with closing(admin_connect(server, loading)) as conn, conn.cursor() as cur:
+def _open_to_runner(cur, name: str) -> None:
+    """Let the restricted role connect to database `name` and create in it, never create temporary objects
+    there (one could stand in front of a table a check reads). The privileges go to PUBLIC: a grant to the role
+    itself would be a privilege it holds on a shared object, which every run's role check resets
+    (bot.db.rolestate)."""
+    ident = sql.Identifier(name)
+    cur.execute(sql.SQL("REVOKE TEMPORARY ON DATABASE {} FROM PUBLIC").format(ident))
+    cur.execute(sql.SQL("GRANT CONNECT, CREATE ON DATABASE {} TO PUBLIC").format(ident))
+
+
+@contextmanager
+def _catalog_only(server: Server, dbname: str) -> Iterator[psycopg2.extensions.cursor]:
+    """An admin cursor in `dbname` whose session names only pg_catalog: nothing a fixture created there can
+    stand in for a function or operator the admin calls."""
+    with closing(admin_connect(server, dbname)) as conn, conn.cursor() as cur:
         cur.execute("SET search_path = pg_catalog, pg_temp")
+        yield cur
+
+
+def _prepare(server: Server, loading: str, files: tuple[Path, ...], *, db_label: str) -> None:
+    """Load the fixture into `loading` (opened to the role by _open_to_runner) as the restricted role
+    (bot.db.fixture_load: untrusted SQL never runs as the admin), then, as the admin, give the role what the
+    fixture left to others, add the guard schema and ANALYZE."""
+    password = ensure_runner_role(server)
+    with _catalog_only(server, loading) as cur:
         cur.execute(sql.SQL("GRANT USAGE, CREATE ON SCHEMA public TO {}").format(sql.Identifier(RUNNER_ROLE)))
     load_fixture(runner_dsn(server, loading, password), files, db_label=db_label)
     try:
-        with closing(admin_connect(server, loading)) as conn, conn.cursor() as cur:
-            cur.execute("SET search_path = pg_catalog, pg_temp")
+        with _catalog_only(server, loading) as cur:
             cur.execute(_HAND_OVER.replace("{role}", RUNNER_ROLE))
             cur.execute(guards_sql(RUNNER_ROLE))
             cur.execute("ANALYZE")
@@ -161,6 +171,7 @@ def ensure_template(server: Server, *, db_label: str, files: tuple[Path, ...]) -
                         sql.Identifier(loading)
                     )
                 )
+                _open_to_runner(cur, loading)
                 try:
                     _prepare(server, loading, files, db_label=db_label)
                 except BaseException:
@@ -184,8 +195,7 @@ def clone_database(server: Server, template: str, name: str) -> None:
     with closing(admin_connect(server)) as conn, conn.cursor() as cur:
         cur.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(ident))
         cur.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(ident, sql.Identifier(template)))
-        cur.execute(sql.SQL("REVOKE TEMPORARY ON DATABASE {} FROM PUBLIC").format(ident))
-        cur.execute(sql.SQL("GRANT CONNECT, CREATE ON DATABASE {} TO PUBLIC").format(ident))
+        _open_to_runner(cur, name)
 
 
 def drop_database(server: Server, name: str) -> None:
