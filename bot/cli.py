@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from bot.base.errors import EXIT_BAD_INPUT, EXIT_OK, error_boundary
 from bot.base.settings import Settings
+from bot.base.streams import reader_may_leave
 
 # (command, module under bot/commands, help): each module has add_arguments(parser) and
 # main(args, settings) -> int.
@@ -68,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     logging.getLogger("sqlglot").setLevel(logging.ERROR)  # its parse fallbacks are not the user's business
     code = [EXIT_OK]
-    with error_boundary(code):
+    with reader_may_leave(), error_boundary(code):
         settings = Settings.from_environ(os.environ)  # the only place the CLI reads the environment
         code[0] = args.func(args, settings)
     return code[0]

@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import action_image as ai  # noqa: E402 - the sibling script: build context, timing, the check's repository
+import action_image as ai  # the sibling script: build context, timing, the check's repository
 
 RESTORED_UID = 1001  # the runner's user on GitHub's hosted runners: who owns a restored cache
 

@@ -56,7 +56,7 @@ def load_target(target: str, base_dir: str) -> Callable[..., Any]:
             module = importlib.import_module(module_part)
     except LoadError:
         raise
-    except Exception as exc:  # noqa: BLE001 - user code failing at import
+    except Exception as exc:  # user code failing at import
         raise LoadError(f"python agent: importing {module_part} failed: {type(exc).__name__}: {exc}") from exc
     fn = getattr(module, func_name, None)
     if not callable(fn):

@@ -14,6 +14,14 @@ from pathlib import Path
 from bot.base.errors import AgentError
 
 
+class Unreachable(AgentError):
+    """The sandbox's user cannot reach a file the agent needs (the message names it and the fix)."""
+
+    def __init__(self, message: str, *, blocker: Path) -> None:
+        super().__init__(message)
+        self.blocker = blocker
+
+
 def check_reachable(path: Path, *, who: str, what: str, read: bool = True, execute: bool = False) -> None:
     """Refuse (AgentError) when `who` cannot reach `path`: every folder above it must be searchable by others,
     a folder itself searchable (and readable when `read`), a file readable (and executable when `execute`)."""
@@ -47,10 +55,11 @@ def check_command(argv: list[str], base_dir: str, env: Mapping[str, str] | None,
 
 def _unreachable(who: str, what: str, path: Path, blocker: Path, bits: str) -> None:
     shown = f"{path} ({blocker})" if blocker != path else str(path)
-    raise AgentError(
+    raise Unreachable(
         f"{what} {shown} cannot be reached by the agent's user: sqlcanary runs as root, so the agent runs as an "
         f"unprivileged user of its own ({who}) and needs every folder on the way to be searchable and its files "
-        f"readable by others; fix with `chmod {bits} {blocker}` (or `chmod -R o+rX` on the checkout)"
+        f"readable by others; fix with `chmod {bits} {blocker}` (or `chmod -R o+rX` on the checkout)",
+        blocker=blocker,
     )
 
 

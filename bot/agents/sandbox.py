@@ -25,9 +25,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 from bot.agents import reach
 from bot.agents.leftovers import remove_leftovers
@@ -35,6 +35,11 @@ from bot.agents.user_ids import claim_free_id, processes_by_user
 from bot.base.errors import AgentError
 
 NOT_ROOT = "off: not running as root"
+OFF_ASKED = "off: --sandbox off"
+# `on`: sandboxed or an error (a check's sides, the Action); `auto`: sandboxed when the sandbox's user can reach
+# the agent, else run as the user's own program, said and recorded (a local `run`); `off`: never sandboxed.
+Policy = Literal["auto", "on", "off"]
+T = TypeVar("T")
 _KILL = "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept ProcessLookupError:\n    pass\n"
 _NO_NEW_PRIVS_EXEC = (
     "import ctypes, os, sys\n"
@@ -231,13 +236,17 @@ def isolation_note(sandbox: Sandbox | None) -> str:
 RUNS_PR_CODE = ("command", "python")  # agent kinds that start the PR's own code
 
 
+def runs_pr_code(spec: str) -> bool:
+    return spec.partition(":")[0].strip() in RUNS_PR_CODE
+
+
 @contextlib.contextmanager
 def agent_sandbox(spec: str) -> Iterator[tuple[Sandbox | None, str | None]]:
     """For one evaluation with the agent `spec`: (the sandbox or None, what `meta.sandbox` records). An agent
     that runs no code of the PR's (gold, predictions, the built-in llm) needs none and records nothing. With a
     sandbox this process becomes non-dumpable; the sandbox is closed (its processes killed) however the
     evaluation ends."""
-    if spec.partition(":")[0].strip() not in RUNS_PR_CODE:
+    if not runs_pr_code(spec):
         yield None, None
         return
     sandbox = open_sandbox()
@@ -249,3 +258,34 @@ def agent_sandbox(spec: str) -> Iterator[tuple[Sandbox | None, str | None]]:
         yield sandbox, sandbox.describe()
     finally:
         sandbox.close()
+
+
+@contextlib.contextmanager
+def sandboxed_start(
+    spec: str, start: Callable[[Sandbox | None], T], *, policy: Policy, warn: Callable[[str], None]
+) -> Iterator[tuple[T, str | None]]:
+    """`start(sandbox)` inside `agent_sandbox(spec)` under `policy`: (what it made, what `meta.sandbox`
+    records). Under `auto`, an agent whose files or interpreter the sandbox's user cannot reach (a checkout or a
+    virtual environment in a folder only root may enter, as in a dev container's /root) runs as sqlcanary's own
+    user instead, as any program the user starts would: `warn` says so with the fix, and the run records why.
+    Under `on` that is an error (exit 2) naming the fix; under `off` no sandbox is made."""
+    if policy == "off" and runs_pr_code(spec):
+        yield start(None), OFF_ASKED
+        return
+    with agent_sandbox(spec) as (sandbox, isolation):
+        try:
+            made = start(sandbox)
+        except reach.Unreachable as exc:
+            if policy != "auto":
+                raise AgentError(
+                    f"{exc}; outside the Action, `--sandbox off` runs your own agent unsandboxed"
+                ) from None
+            unreachable = exc
+        else:
+            yield made, isolation
+            return
+    warn(
+        f"sqlcanary: warning: {unreachable}. The agent runs as root, unsandboxed, as any program you start "
+        "would (--sandbox on makes this an error)"
+    )
+    yield start(None), f"off: {unreachable.blocker} cannot be reached by the sandbox's user"

@@ -216,7 +216,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         yield
         return
 
-    def handler(signum, frame):  # noqa: ARG001
+    def handler(signum, frame):
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, handler)

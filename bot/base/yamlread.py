@@ -68,7 +68,7 @@ _Loader.yaml_implicit_resolvers = {
 
 def load_yaml_text(text: str, path: str) -> Any:
     try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_Loader)  # a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         if exc.context_mark is not None and "end of stream" in (exc.problem or ""):

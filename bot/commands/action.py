@@ -56,7 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def main(args: argparse.Namespace, settings: Settings) -> int:  # noqa: ARG001
+def main(args: argparse.Namespace, settings: Settings) -> int:
     env = settings.environ
     # Before anything else is printed (::add-mask:: hides what comes after it): each secret and its encoded forms.
     for form in secret_forms(settings.secrets):
@@ -150,6 +150,7 @@ def _run_request(ctx: ActionContext, out: str | None) -> RunRequest:
         dsn=i.database_url,
         out=out,
         quiet=True,
+        sandbox="on",  # a pull request's code, or the base's beside it: never as root
         cwd=str(_workdir(ctx)),  # the inputs' paths start there; the process's current folder is left alone
     )
 

@@ -36,6 +36,13 @@ def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--persistent", action="store_true", help="command agents: one long-lived JSON-lines process"
     )
+    p.add_argument(
+        "--sandbox",
+        choices=["auto", "on", "off"],
+        help="as root, run the agent's code as an unprivileged user of its own: on (required), auto (unless that "
+        "user cannot reach the agent or its Python: then as root, with a warning) or off (default: auto for "
+        "`run`, on for `check`; the Action always sandboxes)",
+    )
     p.add_argument("--dsn", help="PostgreSQL to use (default: DATABASE_URL, then an embedded server)")
     p.add_argument("--postgres", choices=["auto", "embedded", "docker"], help="where PostgreSQL comes from")
     p.add_argument("--tags", help="only cases with any of these tags (comma-separated)")

@@ -28,7 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_gate_arguments(p)
 
 
-def main(args: argparse.Namespace, settings: Settings) -> int:  # noqa: ARG001
+def main(args: argparse.Namespace, settings: Settings) -> int:
     gate = gate_from_args(args)
     base, head = read_run(args.base), read_run(args.head)
     comparison = compare_runs(base, head, gate=gate, force=args.force)

@@ -25,7 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="the suite folder to write")
 
 
-def main(args: argparse.Namespace, settings: Settings) -> int:  # noqa: ARG001
+def main(args: argparse.Namespace, settings: Settings) -> int:
     from bot.cases.importers import bird_critic, defog, import_pairs
 
     if args.source == "defog":

@@ -19,7 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def main(args: argparse.Namespace, settings: Settings) -> int:  # noqa: ARG001
+def main(args: argparse.Namespace, settings: Settings) -> int:
     folder = Path(args.dir)
     written = write_init(folder)
     cwd = Path.cwd().resolve()

@@ -18,7 +18,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--partial", action="store_true", help="merge even when some shards are missing")
 
 
-def main(args: argparse.Namespace, settings: Settings) -> int:  # noqa: ARG001
+def main(args: argparse.Namespace, settings: Settings) -> int:
     runs = [(path, read_run(path)) for path in args.runs]
     merged = merge_runs(runs, partial=args.partial)
     write_run(Path(args.out), merged)

@@ -55,7 +55,7 @@ def _read_comparison(path: str) -> Comparison | None:
         raise ResultFileError(f"{where}: {first['msg']}", path=path) from exc
 
 
-def main(args: argparse.Namespace, settings: Settings) -> int:  # noqa: ARG001
+def main(args: argparse.Namespace, settings: Settings) -> int:
     if args.limit is not None and args.limit < 1:
         raise ConfigError("--limit must be a positive number")
     comparison = _read_comparison(args.run)

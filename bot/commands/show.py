@@ -68,7 +68,7 @@ def _unknown(wanted: str, known: list[str], run_file: str) -> ConfigError:
     return ConfigError(f"no case {wanted!r} in this run{hint}", path=run_file)
 
 
-def main(args: argparse.Namespace, settings: Settings) -> int:  # noqa: ARG001 - the command signature
+def main(args: argparse.Namespace, settings: Settings) -> int:
     run_file = Path(args.run_file)
     run = read_run(run_file)
     cmp = _comparison(run_file, run, args.base)

@@ -31,7 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     report.add_argument("--json", help="write the report's numbers as JSON here")
 
 
-def main(args: argparse.Namespace, settings: Settings) -> int:  # noqa: ARG001
+def main(args: argparse.Namespace, settings: Settings) -> int:
     if args.sweep_command == "plan":
         text = matrix_json(plan_matrix(load_grid(args.grid), args.shards))
         if args.out:

