@@ -16,7 +16,7 @@ One run prints, and writes to --out (results.json, table.md, the sqlcanary logs)
     tokens, seconds;
 (c) `--repeat 3` at temperature 0.7 on a few cases: does a flaky model show up as flaky?
 (d) each planted regression's repair pull request, made as the Action makes it (`run_check` with hunk
-    attribution, then bot.github.repair_flow.repair_step against tests/support's fake GitHub and a real bare
+    attribution, then bot.modes.repair.repair_step against tests/support's fake GitHub and a real bare
     repository): opened or not, the files it changes, pass rates base -> head -> repaired, fixed-by (LLM edit,
     revert, none), and the reference agent's judgement of the repair branch.
     `--no-llm` runs (d) alone with no model (revert only): about 10 minutes on 2 busy cores.

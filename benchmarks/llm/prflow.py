@@ -1,5 +1,5 @@
 """The repair pull request of one planted regression, made the way the Action makes it: `run_check` with hunk
-attribution, then `repair_step` (bot.github.repair_flow) against the fake GitHub of tests/support, whose git data
+attribution, then `repair_step` (bot.modes.repair) against the fake GitHub of tests/support, whose git data
 operations write a real bare repository. Then the reference agent judges the repair branch on the whole suite.
 
     run_flow(base, "cpc_wrong_denominator", work, llm=None)    # revert only: no model
@@ -36,7 +36,7 @@ BRANCH = "sqlcanary/repair/pr-1"
 PR_HEAD = "planted"
 # A pull request seldom changes one line only: each planted one also adds this note to the KB's README (no answer
 # reads it). Without a second change, reverting the breaking one reverts the whole pull request, which the
-# Action never offers as a repair (bot.repair.revert): no revert could show.
+# Action never offers as a repair (bot.attribution.revert): no revert could show.
 BYSTANDER = ("kb/README.md", "\nReviewed for the Q1 2026 planning cycle.\n")
 
 
@@ -205,11 +205,11 @@ def child(args: argparse.Namespace) -> int:
     from bot.base.settings import Settings
     from bot.check.pipeline import run_check
     from bot.check.request import CheckRequest
-    from bot.commands.action import action_settings
     from bot.github.context import ActionContext
     from bot.github.event import load_event
     from bot.github.inputs import RunnerContext, read_inputs
-    from bot.github.repair_flow import repair_step
+    from bot.modes.repair import repair_step
+    from bot.modes.setup import action_settings
     from bot.run.request import RunRequest
     from tests.support.fake_github import FakeGitHub
     from tests.support.fake_github_git import attach_git

@@ -6,14 +6,12 @@ import json
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from bot.agents.sandbox import Sandbox
 from bot.base.secrets import scrub, scrub_optional
 from bot.base.settings import Settings
 from bot.cases.model import Case
-
-if TYPE_CHECKING:
-    from bot.agents.sandbox import Sandbox
 
 
 @dataclass(frozen=True)

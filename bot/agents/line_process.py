@@ -12,12 +12,10 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from bot.agents.pipes import CHUNK, POLL_S, STDERR_KEEP, STDOUT_CAP, kill_group, start, text_tail
-
-if TYPE_CHECKING:
-    from bot.agents.sandbox import Sandbox
+from bot.agents.sandbox import Sandbox
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,11 @@ import signal
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from bot.agents.sandbox import Sandbox
 from bot.base.childenv import allow_listed
 from bot.base.errors import AgentError
-
-if TYPE_CHECKING:
-    from bot.agents.sandbox import Sandbox
 
 STDOUT_CAP = 1 << 20  # bytes of stdout one case may produce; past it the agent is killed
 STDERR_KEEP = 4000  # bytes of stderr kept (the tail)

@@ -196,10 +196,13 @@ def ref_exists(repo: Path, ref: str, *, environ: Mapping[str, str] | None = None
 def default_base_ref(
     repo: Path, branch: str | None = None, *, environ: Mapping[str, str] | None = None
 ) -> str:
-    """`branch` (a pull request's target branch: origin/<branch>, then <branch>), else origin/main when it
-    exists, else main."""
+    """`branch` (a pull request's target branch: origin/<branch>, then <branch>), else the repository's default
+    branch, as git and gh find it: the one origin's HEAD names (`origin/HEAD`, set by a clone), then the
+    `init.defaultBranch` setting, then main, then master (a `git init` before git 2.28, or with none set); the
+    remote-tracking branch first, the local one then."""
     branch = (branch or "").strip()
-    candidates = [f"origin/{branch}", branch] if branch else ["origin/main", "main"]
+    names = [branch] if branch else _default_branches(repo, environ)
+    candidates = [ref for name in names for ref in (f"origin/{name}", name)]
     for ref in candidates:
         if ref_exists(repo, ref, environ=environ):
             return ref
@@ -207,6 +210,19 @@ def default_base_ref(
         f"no base to compare with: none of {', '.join(candidates)} exists; pass --base REF "
         "(in CI, fetch the base branch first, e.g. actions/checkout with fetch-depth: 0)"
     )
+
+
+def _default_branches(repo: Path, environ: Mapping[str, str] | None) -> list[str]:
+    """The default branch's likely names, best first, without repeats."""
+    names = []
+    head = _git(["symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD"], cwd=repo, environ=environ)
+    if head.returncode == 0 and head.stdout.strip().startswith("origin/"):
+        names.append(head.stdout.strip().removeprefix("origin/"))
+    configured = _git(["config", "--get", "init.defaultBranch"], cwd=repo, environ=environ)
+    if configured.returncode == 0 and configured.stdout.strip():
+        names.append(configured.stdout.strip())
+    names += ["main", "master"]
+    return [n for i, n in enumerate(names) if n and not n.startswith("-") and n not in names[:i]]
 
 
 @contextmanager

@@ -12,15 +12,22 @@ ignored: masking every "1" or "true" would wreck reports and hide nothing worth 
 Masking covers a secret's encoded forms too (`secret_forms`): base64 (standard and URL-safe, padded and not, and
 the characters it contributes at any of the three alignments inside a longer base64 text, as `user:token` is in a
 Basic auth header), percent-encoding (`quote`, `quote_plus`, lower-case escapes) and hex. A derived form shorter
-than MIN_ENCODED_LEN is not masked: a few base64 characters occur by chance."""
+than MIN_ENCODED_LEN is not masked: a few base64 characters occur by chance. `redact_model` masks every string
+a result model holds (a run read back from a child, a comparison before it is written)."""
 
 from __future__ import annotations
 
 import base64
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
+from typing import Any, TypeVar
 from urllib.parse import quote, quote_plus, unquote
+
+from pydantic import BaseModel
+
+M = TypeVar("M", bound=BaseModel)
 
 MASK = "***"
 MIN_SECRET_LEN = 6
@@ -133,3 +140,29 @@ def scrub(text: str, secrets: Sequence[str]) -> str:
 
 def scrub_optional(text: str | None, secrets: Sequence[str]) -> str | None:
     return None if text is None else scrub(text, secrets)
+
+
+def _walk(value: Any, forms: Sequence[str]) -> Any:
+    if isinstance(value, str):
+        return mask_forms(value, forms)
+    if isinstance(value, dict):
+        return {_walk(k, forms): _walk(v, forms) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_walk(v, forms) for v in value)
+    return value
+
+
+def redact_model(model: M, secrets: Sequence[str]) -> M:
+    """`model` with every secret (and encoded form of one) masked in every string it holds; the same object
+    when none occurs (cheap check on its JSON first)."""
+    forms = secret_forms(secrets)
+    if not forms:
+        return model
+    dumped = model.model_dump_json()
+    if not any(f in dumped or json_form(f) in dumped for f in forms):
+        return model
+    return type(model).model_validate(_walk(model.model_dump(), forms))
+
+
+def json_form(secret: str) -> str:
+    return json.dumps(secret)[1:-1]

@@ -18,7 +18,10 @@ READ_ONLY_CATEGORIES = frozenset({"query", "personalization"})
 
 
 class CompareOptions(FrozenModel):
-    """How result sets are compared. Unset fields come from the preset (default `sqlcanary`)."""
+    """How result sets are compared. Unset fields come from the preset (default `sqlcanary`).
+
+    Where an option is declared for users: its name, its values and their checks. A table comparison option is
+    also a field of bot.scoring.table_options.TableOptions, with its default there; it is carried over by name."""
 
     preset: str | None = None
     rows: Literal["multiset", "set"] | None = None
@@ -76,7 +79,7 @@ class Case(FrozenModel):
     category: Category = "query"
     instructions: str = ""
     setup_sql: tuple[str, ...] = ()
-    teardown_sql: tuple[str, ...] = ()
+    teardown_sql: tuple[str, ...] = ()  # never run: every case is rolled back (README, case keys)
     checks: tuple[Check, ...] = ()
     compare: CompareOptions = CompareOptions()
     efficiency: Efficiency | None = None

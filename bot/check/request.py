@@ -26,7 +26,7 @@ class CheckRequest:
     # Without a base config (the first pull request), use the head's config as it is. The Action says False: a
     # pull request's config then never routes data or secrets (bot.config.trusted.head_config_alone).
     trust_head_config: bool = True
-    # Which of the pull request's KB changes broke each regressed case (delta debugging, bot.repair.causal), and the
+    # Which of the pull request's KB changes broke each regressed case (delta debugging, bot.attribution.causal), and the
     # verified partial revert: the agent is asked again for the regressed cases, at most this many times (0: off).
     attribute_calls: int = 0
     write_comment: bool = True  # comment.md beside the runs (the Action renders it once, when it publishes)

@@ -1,39 +1,17 @@
-"""The two sides of a check: a checked-out tree each (the working tree, or a temporary `git worktree`), and the
-`sqlcanary run` that evaluates it in a child process of its own.
-
-The child gets an allow-listed environment and the config the check decided for its side (for the head: the
-base's, but for its agent; bot.config.trusted). The pull request's own agent code runs below it as a sandbox user
-when sqlcanary is root (bot.agents.sandbox), so it sees neither GITHUB_TOKEN, INPUT_*, the admin DSN nor an LLM key
-unless the base's config names the variable for it (`agent.env`, or `llm.api_key_env` for the built-in agent).
-"""
+"""A side of a check, as a tree: the working tree or a temporary `git worktree` of a commit, the config found
+in it, and for the head the config the check decides (the base's, but for its agent; bot.config.trusted). How a
+tree is evaluated is bot.check.child's; what changed between the two, bot.check.diff's."""
 
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
-import tempfile
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
 
-import bot
-from bot.agents.env import agent_environment
-from bot.base.errors import EXIT_BUG, EXIT_INTERRUPTED, ConfigError
-from bot.base.git import Git, git_environment
-from bot.base.results import RunResult, read_run, write_run
-from bot.base.settings import Settings
-from bot.compare.diff import FileDiff, added_file, parse_diff
+from bot.base.errors import ConfigError
 from bot.config.model import CONFIG_NAMES, Config, load_config
-from bot.config.trusted import head_config, head_config_alone, write_resolved
-from bot.db.provision import Server
-from bot.report.redact import redact_model
+from bot.config.trusted import head_config, head_config_alone
 from bot.run.request import RunRequest
-
-# `sqlcanary run` in a child process, importing this very sqlcanary (not a `bot/` the checked-out tree holds).
-_BOOT = "import sys; sys.path.insert(0, {root!r}); from bot.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
 @dataclass(frozen=True)
@@ -107,79 +85,6 @@ def tree_request(req: RunRequest, tree: Tree, repo: Path, *, relative: bool) -> 
     return replace(req, suite=where, config=config)
 
 
-def child_environment(settings: Settings, tree: Tree, server: Server) -> dict[str, str]:
-    """What the tree's `sqlcanary run` (and so the tree's agent) may see: the allow-list, the variables the
-    tree's config names, sqlcanary's own settings, and the database to use."""
-    config = tree.config
-    names = list(config.agent.env) if config.agent else []
-    spec = config.agent.spec if config.agent else ""
-    if spec.partition(":")[0].strip() == "llm":
-        names.append(config.llm.api_key_env)  # the built-in agent asks the model with this key
-    env = agent_environment(settings.environ, allow=tuple(names))
-    env.update({k: v for k, v in settings.environ.items() if k.startswith("SQLCANARY_")})
-    env["DATABASE_URL"] = server.admin_dsn
-    return env
-
-
-def evaluate_tree(
-    req: RunRequest, tree: Tree, repo: Path, server: Server, out: Path, settings: Settings
-) -> RunResult:
-    """`sqlcanary run` in the tree, in a child process; its RunResult is written to `out`."""
-    code = _BOOT.format(root=str(Path(bot.__file__).resolve().parents[1]))
-    out.unlink(missing_ok=True)  # never mistake an earlier check's file for this run's
-    # The child loads exactly the config decided here (the head's is the base's but for its agent), from a file
-    # only this user can read: no file of the tree decides it, and a DSN in it never sits where the agent reads.
-    with tempfile.TemporaryDirectory(prefix="sqlcanary-config-") as private:
-        resolved = write_resolved(tree.config, Path(private) / f"{tree.label}.json")
-        # `--side head`: the pull request's agent, whose cached answers are keyed by its whole tree
-        side: Literal["base", "head"] = "head" if tree.label == "head" else "base"
-        child = replace(
-            tree_request(req, tree, repo, relative=True), out=str(out), config=str(resolved), side=side
-        )
-        argv = [sys.executable, "-c", code, *child.run_argv()]
-        proc = subprocess.Popen(
-            argv,
-            cwd=tree.cwd,
-            env=child_environment(settings, tree, server),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-        )
-        try:
-            rc = proc.wait()
-        except BaseException:
-            _stop(proc)
-            raise
-    if rc == EXIT_INTERRUPTED:
-        raise KeyboardInterrupt
-    if rc not in (0, EXIT_BUG) or not out.is_file():
-        raise ConfigError(
-            f"evaluating the {tree.label} ({tree.describe()}) failed with exit code {rc}; "
-            "the error is printed above"
-        )
-    # The child never held this process's secrets (its environment is allow-listed), but its agent may have
-    # printed one it found: mask them in the run before anything keeps or shows it.
-    run = read_run(out)
-    if settings.secrets:
-        run = redact_model(run, settings.secrets)
-        write_run(out, run)
-    return run
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """Let the child drop its databases: a Ctrl-C in the terminal reached it too, so give it a moment; then
-    SIGINT (we were stopped some other way); kill it only if it still does not stop."""
-    for signum, grace in ((None, 3), (signal.SIGINT, 15)):
-        if signum is not None:
-            proc.send_signal(signum)
-        try:
-            proc.wait(timeout=grace)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-    proc.kill()
-    proc.wait()
-
-
 def base_tree(req: RunRequest, *, repo: Path, root: Path, sha: str) -> Tree | None:
     """The base commit's side, or None when it has no sqlcanary config at all (the pull request that adds it):
     no config file where the head's rules look for one, and no suite at the path the request names."""
@@ -223,57 +128,6 @@ def _moved_suite(req: RunRequest, head: Tree, config: Config) -> str | None:
     if own and head.config.path(own).exists():
         return str(head.config.path(own).resolve())
     return None
-
-
-MAX_UNTRACKED = 200  # untracked files of a working-tree head counted as added (more: the rest are left out)
-MAX_UNTRACKED_BYTES = 256 * 1024  # larger untracked files (results, data) are no KB a case cites
-_DIFF_TIMEOUT_S = 120
-
-
-def pr_diff(
-    repo: Path, base_sha: str, head_sha: str | None, *, environ: Mapping[str, str] | None = None
-) -> tuple[FileDiff, ...]:
-    """What changed from the base commit to the head (a commit, or None: the working tree as it is, untracked
-    files included), as `git diff --unified=0` hunks with paths relative to the repository root.
-
-    The two evaluated trees are diffed directly, not `base...head` from their merge base: the runs' `used` line
-    numbers are those of these two trees, and a shallow CI checkout may not hold the merge base at all. An
-    error gives no diff (the reports then say the regressions are not explained), never a failed check. git
-    gets the allow-listed part of `environ` (Settings.environ) only."""
-    args = ["diff", "--unified=0", "--no-color", "--no-ext-diff", "--no-renames", base_sha]
-    args += [*([head_sha] if head_sha else []), "--"]
-    try:
-        out = Git(repo, env=git_environment(environ), timeout=_DIFF_TIMEOUT_S).run(
-            *args, config=("core.quotePath=false",), errors="replace"
-        )
-    except (OSError, ConfigError):
-        return ()
-    if out.returncode != 0:
-        return ()
-    files = list(parse_diff(out.stdout))
-    if head_sha is None:
-        files += _untracked(repo, environ)
-    return tuple(files)
-
-
-def _untracked(repo: Path, environ: Mapping[str, str] | None) -> list[FileDiff]:
-    try:
-        out = Git(repo, env=git_environment(environ), timeout=_DIFF_TIMEOUT_S).run(
-            "ls-files", "-z", "--others", "--exclude-standard", errors="replace"
-        )
-    except (OSError, ConfigError):
-        return []
-    names = [n for n in out.stdout.split("\0") if n][:MAX_UNTRACKED]
-    added = []
-    for name in names:
-        try:
-            if (repo / name).stat().st_size > MAX_UNTRACKED_BYTES:
-                continue
-            text = (repo / name).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        added.append(added_file(name, text))
-    return added
 
 
 def suite_roots(req: RunRequest, tree: Tree, repo: Path) -> tuple[str, ...]:

@@ -69,6 +69,9 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
         print(f"server: {redact(args.dsn or settings.database_url or '')} (from {origin})", file=out)
     else:
         print(f"server: {_embedded_line(settings)}", file=out)
+        if not lifecycle.status(_pgdata(settings)).running:  # a status never starts a server
+            print("templates and roles are listed while it runs (`sqlcanary db start`)", file=out)
+            return EXIT_OK
     server = _server(args, settings)
     role = "superuser" if server.superuser else "not a superuser (CREATEDB, CREATEROLE)"
     print(f"PostgreSQL {server.version} ({server.kind}); admin role: {role}", file=out)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from bot.base.errors import EXIT_OK
 from bot.base.settings import Settings
-from bot.config.scaffold import write_init
+from bot.config.scaffold import gitignore_hint, write_init
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -26,6 +26,9 @@ def main(args: argparse.Namespace, settings: Settings) -> int:
     for path in written:
         shown = os.path.relpath(path.resolve(), cwd) if path.resolve().is_relative_to(cwd) else str(path)
         print(f"wrote {shown}")
+    hint = gitignore_hint(folder)
+    if hint:
+        print(hint)
     here = "" if folder.resolve() == cwd else f"cd {args.dir} && "
     print(
         f"\nNext: `{here}sqlcanary run` runs the two example cases through agent.py (both pass); "

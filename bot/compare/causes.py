@@ -7,7 +7,7 @@ at the head shows only in the base's `used`). Cases sharing the same changed lin
 "`kb/metrics/dau.yaml` lines 9-10 (changed here) → 15 regressed". A regressed case none of whose spans the diff
 touched is "not explained by this diff": the agent or the model changed, or the case is flaky.
 
-The diff is `git diff --unified=0` between the two trees that were evaluated (bot.check.trees.pr_diff), so
+The diff is `git diff --unified=0` between the two trees that were evaluated (bot.check.diff.pr_diff), so
 that its line numbers are the ones the runs' spans were written against; bot.compare.diff parses it and
 bot.compare.spans matches the spans to its hunks.
 """
@@ -16,43 +16,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from bot.base.results import FrozenModel
-from bot.compare.diff import FileDiff, Hunk
+from bot.compare.comparison import Comparison
+from bot.compare.diff import Cause, FileDiff, Hunk
 from bot.compare.spans import changed_spans, parse_span, repo_path, suite_folder
-
-if TYPE_CHECKING:  # compare imports this module's models; the function below only reads a Comparison
-    from bot.compare.comparison import Comparison
 
 NOT_EXPLAINED = (
     "not explained by this diff: no KB line these answers used was changed (an agent or model change, or "
     "flakiness)"
 )
 MAX_UNCITED = 20  # changed files a report names under "not explained" (the rest are counted)
-
-
-class Cause(FrozenModel):
-    """Changed lines of one file and the regressed cases whose answers used them."""
-
-    file: str  # relative to the repository root
-    hunks: tuple[Hunk, ...]
-    cases: tuple[str, ...]
-
-    @property
-    def where(self) -> str:
-        """ "lines 9–10", "line 3", "lines 3, 10–11 (removed)": head line numbers; removed lines by the base's."""
-        parts = []
-        for h in self.hunks:
-            side, first, last = h.lines
-            text = str(first) if first == last else f"{first}–{last}"
-            parts.append(text + (" (removed)" if side == "base" else ""))
-        plural = len(self.hunks) > 1 or any(h.lines[1] != h.lines[2] for h in self.hunks)
-        return ("lines " if plural else "line ") + ", ".join(parts)
-
-    @property
-    def diff(self) -> str:
-        return "\n".join(h.text for h in self.hunks if h.text)
 
 
 @dataclass(frozen=True)

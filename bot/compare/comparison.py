@@ -25,7 +25,6 @@ from typing import Literal
 from pydantic import Field
 
 from bot.base.results import Counts, FrozenModel, RunMeta, RunResult, summarize
-from bot.compare.causes import Cause
 from bot.compare.comparable import (
     describe_selection,
     incomparable_reasons,
@@ -33,6 +32,8 @@ from bot.compare.comparable import (
     selection,
     unanswered_reasons,
 )
+from bot.compare.deltas import RateDelta
+from bot.compare.diff import Cause
 from bot.compare.gate import gate_reasons, pass_rate_floor
 from bot.compare.transitions import (
     TRANSITIONS,
@@ -78,14 +79,6 @@ COMPARISON_SCHEMA_VERSION = 5
 Verdict = Literal["pass", "regressions", "incomparable"]
 Baseline = Literal["run", "none"]
 NO_BASELINE = "the base commit has no sqlcanary suite or config, so there is no base run to compare with"
-
-
-class RateDelta(FrozenModel):
-    base: Counts
-    head: Counts
-    base_rate: float | None
-    head_rate: float | None
-    delta: float | None  # head_rate - base_rate
 
 
 class Comparison(FrozenModel):

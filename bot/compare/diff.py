@@ -3,7 +3,9 @@ file as the diff of a new file; each hunk's -/+ text capped for the reports and 
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Mapping
 from typing import Literal
 
 from bot.base.results import FrozenModel
@@ -134,3 +136,46 @@ def added_file(path: str, text: str) -> FileDiff:
         if lines
         else (),
     )
+
+
+class Cause(FrozenModel):
+    """Changed lines of one file and the regressed cases whose answers used them."""
+
+    file: str  # relative to the repository root
+    hunks: tuple[Hunk, ...]
+    cases: tuple[str, ...]
+
+    @property
+    def where(self) -> str:
+        """ "lines 9–10", "line 3", "lines 3, 10–11 (removed)": head line numbers; removed lines by the base's."""
+        parts = []
+        for h in self.hunks:
+            side, first, last = h.lines
+            text = str(first) if first == last else f"{first}–{last}"
+            parts.append(text + (" (removed)" if side == "base" else ""))
+        plural = len(self.hunks) > 1 or any(h.lines[1] != h.lines[2] for h in self.hunks)
+        return ("lines " if plural else "line ") + ", ".join(parts)
+
+    @property
+    def diff(self) -> str:
+        return "\n".join(h.text for h in self.hunks if h.text)
+
+
+def unified_diff(before: Mapping[str, str | None], after: Mapping[str, str | None]) -> str:
+    """A unified diff (git style a/ b/ names) from {path: text or None (absent)} before to after."""
+    chunks: list[str] = []
+    for path in sorted(set(before) | set(after)):
+        old, new = before.get(path), after.get(path)
+        if old == new:
+            continue
+        lines = difflib.unified_diff(
+            (old or "").splitlines(keepends=True),
+            (new or "").splitlines(keepends=True),
+            fromfile=f"a/{path}" if old is not None else "/dev/null",
+            tofile=f"b/{path}" if new is not None else "/dev/null",
+        )
+        text = "".join(
+            line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+        )
+        chunks.append(text)
+    return "".join(chunks)

@@ -7,16 +7,14 @@ and what a verdict means to a shell (`exit_code`) and to GitHub (`check_conclusi
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
 from bot.base.errors import EXIT_BAD_INPUT, EXIT_GATE, EXIT_OK, ConfigError
-from bot.compare.transitions import fails_base_version
+from bot.compare.deltas import RateDelta
+from bot.compare.transitions import CaseChange, fails_base_version
 from bot.config.gate_settings import GateSettings
-
-if TYPE_CHECKING:
-    from bot.compare.comparison import CaseChange, RateDelta
 
 GATE_FIELDS: tuple[str, ...] = tuple(GateSettings.model_fields)
 _EXIT = {"pass": EXIT_OK, "regressions": EXIT_GATE, "incomparable": EXIT_BAD_INPUT}

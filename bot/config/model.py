@@ -23,7 +23,7 @@ HIDDEN_KEYS = ("base_dir", "config_file")  # set by load_config, never written i
 # A config resolved by `check` for one side (bot.config.trusted.write_resolved): JSON, loaded as it is.
 RESOLVED_MARK = "sqlcanary_resolved_config"
 RESOLVED_VERSION = 1
-# The only files a repair may write (bot.repair.kb uses these): KB text, never code or data such as JSON; and
+# The only files a repair may write (bot.kb.files uses these): KB text, never code or data such as JSON; and
 # folders it never writes into, whatever `kb.paths` says.
 KB_SUFFIXES = (".yaml", ".yml", ".sql", ".md")
 NEVER_WRITTEN_DIRS = (".git", ".github", ".sqlcanary")
@@ -183,7 +183,7 @@ def check_kb_paths(config: Config, *, lines: tuple[int | None, ...] = ()) -> Non
     for i, glob in enumerate(config.kb.paths):
         if not glob or Path(glob).is_absolute() or ".." in glob.split("/"):
             continue
-        # `kb/**` matches every file below kb/ for the repair loop (bot.repair.kb.glob_regex); pathlib's
+        # `kb/**` matches every file below kb/ for the repair loop (bot.kb.files.glob_regex); pathlib's
         # glob gives only the folders for it, so their files are looked at too.
         matches = set(base.glob(glob)) | (set(base.glob(glob + "/*")) if glob.endswith("**") else set())
         for found in sorted(matches):

@@ -1,6 +1,8 @@
 """`sqlcanary init [DIR]`: a project that runs green at once, copied from templates/init (shipped in the wheel as
 bot/templates/init): sqlcanary.yml, a suite with two cases over a tiny fixture, a KB of two queries, an example
-`command:` agent that answers from it and says which lines it used, and the pull-request workflow.
+`command:` agent that answers from it and says which lines it used, the pull-request workflow, and a .gitignore
+for sqlcanary's output (written only where DIR has none: a .gitignore of your own is kept, and `gitignore_hint`
+says what it lacks).
 
 The workflow goes to the repository's `.github/workflows/` (DIR's own when DIR is in no git repository), with the
 action's `config:` input naming DIR's sqlcanary.yml. Nothing is overwritten: one file that exists already and
@@ -27,6 +29,7 @@ PROJECT_FILES: tuple[tuple[str, str], ...] = (
     ("agent.py", "agent.py"),
 )
 EXECUTABLE = ("agent.py",)
+GITIGNORE = ("gitignore", ".gitignore")  # kept when there is one: never a reason to refuse
 WORKFLOW_TEMPLATE = "workflow.yml"
 WORKFLOW_FILE = ".github/workflows/sqlcanary.yml"  # relative to the repository root
 CONFIG_PLACEHOLDER = "__SQLCANARY_CONFIG__"
@@ -37,6 +40,7 @@ class Planned:
     target: Path
     text: str
     executable: bool = False
+    optional: bool = False  # skipped, not refused, when the file exists
 
 
 def template_text(name: str) -> str:
@@ -62,14 +66,32 @@ def plan_init(folder: Path) -> list[Planned]:
     config = Path(os.path.relpath(folder.resolve() / "sqlcanary.yml", root)).as_posix()
     workflow = template_text(WORKFLOW_TEMPLATE).replace(CONFIG_PLACEHOLDER, config)
     out.append(Planned(root / WORKFLOW_FILE, workflow))
+    name, target = GITIGNORE
+    out.append(Planned(folder / target, template_text(name), optional=True))
     return out
+
+
+def gitignore_hint(folder: Path) -> str | None:
+    """What the .gitignore in `folder` lacks of the lines `init` would have written (None: nothing)."""
+    path = folder / GITIGNORE[1]
+    try:
+        have = {line.strip() for line in path.read_text(encoding="utf-8").splitlines()}
+    except (OSError, UnicodeDecodeError):
+        return None
+    wanted = [line for line in template_text(GITIGNORE[0]).splitlines() if line and not line.startswith("#")]
+    missing = [line for line in wanted if line not in have]
+    if not missing:
+        return None
+    return f"kept your {path}: add {' and '.join(missing)} to it (sqlcanary's results and caches)"
 
 
 def write_init(folder: Path) -> list[Path]:
     """Write the project into `folder` (made when missing); ConfigError (exit 2) naming the first file that
     exists already, with nothing written."""
     planned = plan_init(folder)
-    taken = [p.target for p in planned if p.target.exists() or p.target.is_symlink()]
+    present = [p for p in planned if p.target.exists() or p.target.is_symlink()]
+    planned = [p for p in planned if not (p.optional and p in present)]
+    taken = [p.target for p in present if not p.optional]
     if taken:
         others = [str(t) for t in taken[1:]]
         listed = ", ".join(others[:4]) + (f" and {len(others) - 4} more" if len(others) > 4 else "")

@@ -7,12 +7,16 @@ predictions run as, which has no superuser, CREATEROLE or CREATEDB attribute and
 `pg_execute_server_program`, `pg_read_server_files` or `pg_write_server_files`: `COPY ... TO PROGRAM`,
 `COPY ... FROM '/file'`, `pg_read_file` and `lo_import` are refused by the server. Each file is one transaction;
 one that changes anything outside the loading database (the role itself, its settings or memberships, any other
-database: what `ALTER ROLE CURRENT_USER SET ...` would do) is rolled back and refused.
+database: what `ALTER ROLE CURRENT_USER SET ...` would do) is rolled back and refused. A fixture that would
+hold the check forever (`SELECT pg_sleep(...)`, statement after statement) is stopped: each statement by the
+load within a budget (LOAD_BUDGET_S): when it runs out, the statement running is cancelled (a fixture may `SET
+statement_timeout = 0`, as pg_dump's do, but cannot stop a cancel) and the fixture is refused.
 """
 
 from __future__ import annotations
 
 import io
+import threading
 from contextlib import closing
 from pathlib import Path
 
@@ -33,6 +37,7 @@ _ROLE_STATE = """SELECT pg_catalog.md5(pg_catalog.concat_ws('|',
    WHERE (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = current_user) IN (m.roleid, m.member)),
   (SELECT pg_catalog.string_agg(d.datname, ',' ORDER BY d.oid) FROM pg_catalog.pg_database d
    WHERE d.datdba = (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = current_user))))"""
+LOAD_BUDGET_S = 900.0  # a whole fixture's load; defog's largest loads in seconds
 _OPTIONS = "-c client_min_messages=warning -c max_parallel_workers_per_gather=0"
 _NOT_PRIVILEGED = (
     " (a fixture is loaded as the restricted role sqlcanary_runner, never as a superuser: it may create and "
@@ -40,12 +45,43 @@ _NOT_PRIVILEGED = (
 )
 
 
-def load_fixture(dsn: str, files: tuple[Path, ...], *, db_label: str) -> None:
-    """Run each fixture file, in order, in a transaction of its own, as the role of `dsn` (the restricted one)."""
+def load_fixture(
+    dsn: str, files: tuple[Path, ...], *, db_label: str, budget_s: float = LOAD_BUDGET_S
+) -> None:
+    """Run each fixture file, in order, in a transaction of its own, as the role of `dsn` (the restricted one),
+    within `budget_s` seconds for all of them."""
     with closing(psycopg2.connect(dsn, connect_timeout=10, options=_OPTIONS)) as conn:
-        for path in files:
-            units = split_fixture(_read(path), path)
-            _load_file(conn, units, path, db_label)
+        expired = threading.Event()
+
+        def stop() -> None:
+            expired.set()
+            conn.cancel()
+
+        timer = threading.Timer(budget_s, stop)
+        timer.daemon = True
+        timer.start()
+        try:
+            for path in files:
+                units = split_fixture(_read(path), path)
+                _load_file(conn, units, path, db_label, over=_Budget(expired, budget_s))
+        finally:
+            timer.cancel()
+
+
+class _Budget:
+    """Whether the load's time has run out, and the error that says so."""
+
+    def __init__(self, expired: threading.Event, budget_s: float) -> None:
+        self.expired = expired
+        self.budget_s = budget_s
+
+    def error(self, db_label: str, path: Path, line: int | None) -> CaseFileError:
+        return CaseFileError(
+            f"fixture of database {db_label!r} did not load within {self.budget_s:g} s: refused, nothing of this "
+            "file was kept",
+            path=str(path),
+            line=line,
+        )
 
 
 def _read(path: Path) -> str:
@@ -68,7 +104,14 @@ def _state(cur: psycopg2.extensions.cursor) -> str:
     return str(row[0]) if row else ""
 
 
-def _load_file(conn: psycopg2.extensions.connection, units: list[Unit], path: Path, db_label: str) -> None:
+def _load_file(
+    conn: psycopg2.extensions.connection,
+    units: list[Unit],
+    path: Path,
+    db_label: str,
+    *,
+    over: _Budget,
+) -> None:
     line = 0
     try:
         with conn.cursor() as cur:
@@ -76,6 +119,8 @@ def _load_file(conn: psycopg2.extensions.connection, units: list[Unit], path: Pa
             cur.execute("RESET search_path")
             for unit in units:
                 line = unit.line
+                if over.expired.is_set():
+                    raise over.error(db_label, path, line)
                 if unit.copy_data is None:
                     cur.execute(unit.sql)
                 else:
@@ -91,6 +136,8 @@ def _load_file(conn: psycopg2.extensions.connection, units: list[Unit], path: Pa
         conn.commit()
     except psycopg2.Error as exc:
         conn.rollback()
+        if over.expired.is_set():
+            raise over.error(db_label, path, line or None) from None
         message = exc.diag.message_primary or (str(exc).strip().splitlines() or [repr(exc)])[0]
         hint = _NOT_PRIVILEGED if getattr(exc, "pgcode", None) == "42501" else ""
         raise CaseFileError(

@@ -18,17 +18,33 @@ own, as the restricted role under the session's timeouts and the watchdog:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from psycopg2.extensions import connection
 
 from bot.db.outcome import Outcome
 
-if TYPE_CHECKING:
-    from bot.db.session import Session
+
+class ScratchSession(Protocol):
+    """What of a scratch database's session (bot.db.session.Session, `direct`) this module uses."""
+
+    @property
+    def conn(self) -> connection: ...
+
+    def guard_settings(self) -> str: ...
+
+    def guarded(self, fn: Callable[[], None]) -> Outcome: ...
+
+    def rollback(self) -> None: ...
+
+    def raw(self, sql: str, params: tuple[Any, ...] | None = None) -> list[tuple[Any, ...]] | None: ...
+
 
 _SHARED = "SELECT _sqlcanary.shared_state()"
 
 
-def scratch_execute(session: Session, sql: str) -> Outcome:
+def scratch_execute(session: ScratchSession, sql: str) -> Outcome:
     restore = f"RESET ALL; {session.guard_settings()}"
 
     def in_transaction() -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import NoReturn
 
 from sqlglot import tokens
 from sqlglot.dialects.postgres import Postgres
@@ -91,11 +93,30 @@ def _check_statement(stmt: Statement) -> None:
             )
 
 
+_FENCE = re.compile(r"\s*(```|~~~)[ \t]*([\w+-]*)")  # the fence and its info string (`sql`), same line
+
+
+def refuse_empty(sql: str) -> NoReturn:
+    """A prediction with no statement: empty, or (what a chat model often sends) SQL in a Markdown code fence,
+    named as such. The fence is not taken off: the SQL would fail wherever the agent's answer runs."""
+    fence = _FENCE.match(sql)
+    if fence:
+        tag = fence.group(1) + fence.group(2)
+        raise UnsafeSQL(
+            f"the prediction is Markdown, not SQL: it starts with a code fence ({tag}); the agent must return "
+            "the SQL alone (a fenced answer fails wherever the agent's SQL runs)",
+            error_class="fenced",
+        )
+    raise UnsafeSQL("the prediction is empty", error_class="empty")
+
+
 def write_statements(sql: str) -> list[str]:
     """The statements of a prediction for a case that writes, after refusing transaction control."""
+    if _FENCE.match(sql):
+        refuse_empty(sql)
     stmts = split_statements(sql)
     if not stmts:
-        raise UnsafeSQL("the prediction is empty", error_class="empty")
+        refuse_empty(sql)
     for stmt in stmts:
         _check_statement(stmt)
     return [s.text for s in stmts]

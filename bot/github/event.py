@@ -153,6 +153,11 @@ class EventContext:
         return bool(self.default_branch) and self.ref == f"refs/heads/{self.default_branch}"
 
 
+def untrusted_why(event: EventContext) -> str:
+    """Why an event is evaluated only (no comment, no check run, no LLM key), for the notice that says so."""
+    return "a Dependabot pull request" if event.is_dependabot else "a pull request from a fork"
+
+
 def _field_error(event_name: str, exc: ValidationError) -> EventPayloadError:
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or "(payload)"

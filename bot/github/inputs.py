@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
@@ -19,7 +19,8 @@ from bot.base.errors import ConfigError
 from bot.base.results import FrozenModel
 from bot.config.model import MAX_PERTURB
 
-Mode = Literal["check", "baseline", "repair", "sweep", "sweep-plan", "sweep-report", "post"]
+# A mode's name (input `mode`): which modes there are is bot.modes.MODES's to say (bot.modes.find_mode).
+Mode = Annotated[str, Field(pattern=r"^[a-z][a-z-]{0,30}$")]
 # What the action writes to GITHUB_OUTPUT (action.yml declares the same names).
 OUTPUTS = (
     "verdict",

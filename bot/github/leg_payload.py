@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from bot.base.results import FrozenModel, write_json_atomic
+from bot.check.pipeline import CheckResult
+from bot.github.context import ActionContext
 from bot.github.event import Sha
-
-if TYPE_CHECKING:
-    from bot.check.pipeline import CheckResult
-    from bot.github.context import ActionContext
-    from bot.github.publish import CheckPayload
+from bot.github.payload import CheckPayload
 
 PAYLOAD_FILE = "github-payload.json"
 # 1: the unversioned payload written before issue 16 (pr_number, head_repository, head_ref, check_run).

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bot.base.git import Git, git_environment, repo_root
 from bot.base.results import RunResult, write_json_atomic
@@ -19,43 +19,17 @@ from bot.compare.gate import check_conclusion
 from bot.github.checks import Annotation, publish_check_run
 from bot.github.client import get_repository, resolve_login
 from bot.github.comment import upsert_sticky_comment
+from bot.github.context import ActionContext
 from bot.github.leg_payload import leg_payload, write_leg_payload
+from bot.github.payload import CheckPayload
 from bot.github.workflow import StepLog, append_summary, notice, warning, write_outputs
 from bot.report.marker import comment_marker, marker_key
 from bot.report.render import render
-
-if TYPE_CHECKING:
-    from bot.github.context import ActionContext
 
 MAX_KB_ANNOTATIONS = (
     200  # KB annotations per run (changed lines, then used spans; the rest are in the report)
 )
 _NO_TOKEN = "no github-token: the comment and the check run are in the artifacts only"
-
-
-@dataclass(frozen=True)
-class CheckPayload:
-    """The check run as it was (or, for a fork, would be) sent."""
-
-    name: str
-    head_sha: str
-    conclusion: str
-    title: str
-    summary: str
-    annotations: tuple[Annotation, ...]
-    comment: str
-    comment_marker: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "head_sha": self.head_sha,
-            "conclusion": self.conclusion,
-            "title": self.title,
-            "summary": self.summary,
-            "annotations": [a.to_api() for a in self.annotations],
-            "comment_marker": self.comment_marker,
-        }
 
 
 def _pct(rate: float | None) -> str:

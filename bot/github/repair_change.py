@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from bot.base.errors import SqlcanaryError
-from bot.repair.kb import glob_regex
+from bot.kb.files import glob_regex
 
 BODY_LIMIT = (
     65_536  # characters GitHub accepts in a pull request body or a comment (../shared/github/limits.json)
@@ -22,7 +22,7 @@ _CUT_NOTE = "\n\n… (cut: the body was longer than GitHub's 65,536 characters)\
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 
 # The caller's path rule: a function answering why a repository-relative path may not be written (None: it may),
-# as bot.repair.kb.KBFiles.allowed does, or `kb.paths`-style globs relative to the repository root.
+# as bot.kb.files.KBFiles.allowed does, or `kb.paths`-style globs relative to the repository root.
 PathRule = Callable[[str], str | None] | tuple[str, ...]
 
 

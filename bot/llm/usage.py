@@ -3,12 +3,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from bot.base.results import LLMUsage
-
-if TYPE_CHECKING:
-    from bot.llm.protocol import JsonLLM
+from bot.llm.protocol import JsonLLM
 
 
 def usage_record(client: JsonLLM) -> LLMUsage:

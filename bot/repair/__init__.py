@@ -3,15 +3,16 @@ in a crash-safe transaction and proven on PostgreSQL against the whole suite. En
 
 from __future__ import annotations
 
-from bot.repair.kb import KBFiles, RefusedPath, Transaction, recover
+from bot.kb.files import KBFiles, RefusedPath
 from bot.repair.outcome import RepairOutcome
+from bot.repair.transaction import Transaction, recover
 
 __all__ = ["KBFiles", "RefusedPath", "RepairOutcome", "Transaction", "recover", "repair"]
 
 
 def __getattr__(name: str):
     if name == "repair":
-        from bot.repair.loop import repair
+        from bot.repair.request import repair
 
         return repair
     raise AttributeError(name)

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from bot.compare.diff import Hunk
+from bot.kb.files import KBFiles, RefusedPath
 from bot.repair.actions import example
-from bot.repair.kb import KBFiles, RefusedPath
 
 Kind = Literal["removed", "block", "line", "added"]
 _WORDS = re.compile(r"\w+")

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from bot.base.results import CaseResult, Verdict
 from bot.cases.model import Case
 from bot.compare.comparison import Comparison
+from bot.kb.files import KBFiles, RefusedPath
 from bot.repair.changehints import ChangeHint, change_hints, changed_ranges, kb_text
-from bot.repair.kb import KBFiles, RefusedPath
 from bot.repair.mentions import find_mentions
 from bot.repair.wording import rows_in_words
 from bot.scoring.structural_diff import Difference

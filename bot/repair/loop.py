@@ -9,36 +9,32 @@ loop ends normally or stops early on an LLM error or the call budget.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bot.agents.base import AgentAdapter
 from bot.base.results import CaseResult, RunResult
-from bot.base.settings import Settings
 from bot.cases.model import Case, Suite
 from bot.compare.comparison import Comparison
-from bot.config.model import Config
+from bot.compare.diff import unified_diff
 from bot.db.provision import Server
+from bot.kb.files import KBFiles
 from bot.llm import BudgetExhausted, LLMBadOutput, LLMError
 from bot.llm.protocol import JsonLLM
 from bot.llm.usage import usage_record
 from bot.repair.context import failure_context
 from bot.repair.dryrun import DRY_RUN_REASON
-from bot.repair.kb import KBFiles, Transaction, recover
 from bot.repair.outcome import (
     AttemptOutcome,
     AttemptRecord,
     CaseRepair,
     CritiqueRecord,
     LLMStats,
-    RepairOutcome,
-    unified_diff,
 )
 from bot.repair.plan import PLAN_SCHEMA, CheckedPlan, Plan, PlanError, check_plan, combine_held, parse_plan
 from bot.repair.prompts import case_messages, critique_messages
-from bot.repair.select import choose, group_failures
-from bot.repair.setup import Limits, budget_spent, cap_budget, default_agent_factory, default_run_options
-from bot.repair.summary import baseline_of, build_outcome
+from bot.repair.setup import Limits, budget_spent
+from bot.repair.transaction import Transaction
 from bot.run.runner import RunOptions, run_suite
 
 
@@ -47,7 +43,7 @@ class _Stop(Exception):
 
 
 @dataclass
-class _Loop:
+class RepairLoop:
     run: RunResult
     suite: Suite
     server: Server
@@ -306,77 +302,3 @@ class _Loop:
             return LLMStats(requests=self.requests)
         counters = usage_record(self.client).model_dump(exclude={"model"})
         return LLMStats(**counters, requests=self.requests)
-
-
-def repair(
-    run: RunResult,
-    *,
-    config: Config,
-    suite: Suite,
-    server: Server,
-    client: JsonLLM | None,
-    limits: Limits = Limits(),
-    only: Collection[str] | None = None,
-    dry_run: bool = False,
-    evaluate_only: bool = False,
-    base_pass_rate: float | None = None,
-    agent_factory: Callable[[], AgentAdapter] | None = None,
-    run_options: RunOptions | None = None,
-    settings: Settings | None = None,
-    comparison: Comparison | None = None,
-) -> RepairOutcome:
-    kb = KBFiles.from_config(config)
-    cap_budget(client, limits.max_llm_calls)
-    recover(kb)  # a repair killed earlier: put its files back first
-    loop = _Loop(
-        run=run,
-        suite=suite,
-        server=server,
-        client=client,
-        kb=kb,
-        tx=None,
-        limits=limits,
-        agent_factory=agent_factory or default_agent_factory(config, settings),
-        opts=run_options or default_run_options(config),
-        dry_run=dry_run,
-        secrets=settings.secrets if settings else (),
-        comparison=comparison,
-        config_max_calls=config.llm.budget.max_calls,
-    )
-    if evaluate_only:
-        loop.baseline = baseline_of(loop)
-        loop.latest = loop.full_run()
-        return build_outcome(loop, [], [], [], base_pass_rate=base_pass_rate, evaluated_only=True)
-    with Transaction(kb) as tx:
-        loop.tx = tx
-        loop.latest = loop.baseline = baseline_of(loop)
-        known = {c.id for c in suite.cases}
-        failing = [c for c in run.cases if c.status == "failed" and c.id in known]
-        if only is not None:  # a pull request's repair: its regressions, not what already failed on the base
-            failing = [c for c in failing if c.id in only]
-        passing = [c for c in loop.baseline.values() if c.status == "passed"]
-        chosen, skipped = choose(group_failures(failing, passing, comparison=comparison), limits.max_failures)
-        cases: list[CaseRepair] = []
-        for result, cause in chosen:
-            if loop.stopped:
-                skipped.append(result.id)
-                continue
-            if loop.latest.get(result.id) and loop.latest[result.id].status == "passed" and not dry_run:
-                cases.append(
-                    CaseRepair(
-                        id=result.id,
-                        question=result.question,
-                        before=result.status,
-                        after="passed",
-                        repaired=True,
-                        note="fixed by an earlier edit",
-                        group=cause,
-                    )
-                )
-                continue
-            cases.append(loop.repair_case(result).model_copy(update={"group": cause}))
-        repaired = [c.id for c in cases if c.repaired and c.attempts]
-        critique = loop.critique(repaired) if repaired and not dry_run and not loop.stopped else []
-        outcome = build_outcome(loop, cases, skipped, critique, base_pass_rate=base_pass_rate)
-        tx.commit()
-    return outcome

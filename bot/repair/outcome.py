@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import Field
@@ -103,23 +101,3 @@ class RepairOutcome(FrozenModel):
     @property
     def unrepaired(self) -> tuple[CaseRepair, ...]:
         return tuple(c for c in self.cases if not c.repaired)
-
-
-def unified_diff(before: Mapping[str, str | None], after: Mapping[str, str | None]) -> str:
-    """A unified diff (git style a/ b/ names) from {path: text or None (absent)} before to after."""
-    chunks: list[str] = []
-    for path in sorted(set(before) | set(after)):
-        old, new = before.get(path), after.get(path)
-        if old == new:
-            continue
-        lines = difflib.unified_diff(
-            (old or "").splitlines(keepends=True),
-            (new or "").splitlines(keepends=True),
-            fromfile=f"a/{path}" if old is not None else "/dev/null",
-            tofile=f"b/{path}" if new is not None else "/dev/null",
-        )
-        text = "".join(
-            line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
-        )
-        chunks.append(text)
-    return "".join(chunks)

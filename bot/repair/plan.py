@@ -14,8 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlglot.errors import ParseError, TokenError
 
 from bot.kb import check_kb
+from bot.kb.files import MAX_FILE_BYTES, KBFiles, RefusedPath
 from bot.repair.actions import MAX_EDITS, Action, Edit, Unusable, apply_action, file_kind
-from bot.repair.kb import MAX_FILE_BYTES, KBFiles, RefusedPath
 
 MAX_ACTIONS = 12
 _FILE = {"type": "string", "description": "a KB path as listed, e.g. kb/metrics/x.yaml"}

@@ -10,11 +10,9 @@ from bot.agents import AgentContext
 from bot.agents.base import AgentAdapter
 from bot.agents.env import agent_environment
 from bot.base.settings import Settings
-from bot.cases.fields import parse_duration_ms
 from bot.config.model import Config
 from bot.llm.protocol import JsonLLM
-from bot.repair.sandboxed import start_agent
-from bot.run.runner import RunOptions
+from bot.run.sandboxed import start_agent
 
 
 @dataclass(frozen=True)
@@ -51,7 +49,7 @@ def default_agent_factory(config: Config, settings: Settings | None = None) -> C
     """A fresh agent per run (run_suite closes it); it reads the KB from disk, so edits take effect. With
     `settings`, a process agent gets only the allow-listed environment and its answers are masked. Started as
     `sqlcanary run` starts it: an agent running the pull request's code runs in a sandbox of its own when
-    sqlcanary is root, closed with the agent (bot.repair.sandboxed)."""
+    sqlcanary is root, closed with the agent (bot.run.sandboxed)."""
     spec = config.agent.spec if config.agent else "gold"
     options = dict(config.agent.options) if config.agent else {}
     if config.agent and config.agent.persistent:
@@ -67,14 +65,6 @@ def default_agent_factory(config: Config, settings: Settings | None = None) -> C
             settings=settings,
         )
     return lambda: start_agent(spec, ctx)
-
-
-def default_run_options(config: Config) -> RunOptions:
-    timeout = config.statement_timeout
-    ms = parse_duration_ms(timeout, path="sqlcanary.yml", line=None) if timeout else None
-    return RunOptions(
-        jobs=config.jobs or 2, preset=config.preset, statement_timeout_ms=ms, row_cap=config.row_cap
-    )
 
 
 def cap_budget(client: JsonLLM | None, max_llm_calls: int) -> None:

@@ -3,16 +3,36 @@ state when it ends."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from bot.base.results import CaseResult, count
-from bot.repair.outcome import CaseRepair, CritiqueRecord, RepairOutcome
+from bot.base.results import CaseResult, RunResult, count
+from bot.cases.model import Suite
+from bot.kb.files import KBFiles
+from bot.repair.outcome import CaseRepair, CritiqueRecord, LLMStats, RepairOutcome
 
-if TYPE_CHECKING:  # the loop imports this module; these functions only read its state
-    from bot.repair.loop import _Loop
+
+class LoopState(Protocol):
+    """What a repair's report reads of its loop (bot.repair.loop.RepairLoop), which imports this module."""
+
+    run: RunResult
+    suite: Suite
+    kb: KBFiles
+    dry_run: bool
+    stopped: str | None
+    baseline: dict[str, CaseResult]
+    latest: dict[str, CaseResult]
+    initial: dict[str, str | None]
+    issues: list[str]
+    improvements: list[str]
+
+    def full_run(self) -> dict[str, CaseResult]: ...
+
+    def kb_diff(self) -> str: ...
+
+    def llm_stats(self) -> LLMStats: ...
 
 
-def baseline_of(loop: _Loop) -> dict[str, CaseResult]:
+def baseline_of(loop: LoopState) -> dict[str, CaseResult]:
     """The run's results when it covers the whole suite; otherwise a fresh full run (no stale baseline)."""
     have = {c.id: c for c in loop.run.cases}
     if all(c.id in have for c in loop.suite.cases) and loop.run.meta.complete:
@@ -20,7 +40,7 @@ def baseline_of(loop: _Loop) -> dict[str, CaseResult]:
     return loop.full_run()
 
 
-def _scope(loop: _Loop) -> str:
+def _scope(loop: LoopState) -> str:
     """Says so when the run given is not the whole suite: the head figures are then a fresh run's."""
     ids = {c.id for c in loop.suite.cases}
     total, given = len(ids), sum(c.id in ids for c in loop.run.cases)
@@ -33,7 +53,7 @@ def _scope(loop: _Loop) -> str:
 
 
 def build_outcome(
-    loop: _Loop,
+    loop: LoopState,
     cases: list[CaseRepair],
     skipped: list[str],
     critique: list[CritiqueRecord],

@@ -5,47 +5,17 @@ or come from another machine with other secrets. Masking the subject first matte
 long text (half a token is still a leak) and escape it (`ghp_x` is `ghp\\_x` in Markdown, `a&b` is `a&amp;b` in
 HTML), so a token is no longer findable in the output. The pass over the final text is the backstop for
 anything the templates add; it also looks for the escaped forms. Each secret's encoded forms (base64, URL, hex:
-bot.base.secrets.secret_forms) are masked the same way as the secret itself."""
+bot.base.secrets.secret_forms) are masked the same way as the secret itself; the subject by
+bot.base.secrets.redact_model, which also masks a run or comparison once, where it is read."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
-from typing import Any, TypeVar
 
-from pydantic import BaseModel
+from bot.base.secrets import json_form, mask_forms, secret_forms
 
-from bot.base.secrets import mask_forms, secret_forms
-
-M = TypeVar("M", bound=BaseModel)
 _MD_PUNCT = re.compile(r"([\\`*_\[\]|~])")
-
-
-def _walk(value: Any, forms: Sequence[str]) -> Any:
-    if isinstance(value, str):
-        return mask_forms(value, forms)
-    if isinstance(value, dict):
-        return {_walk(k, forms): _walk(v, forms) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return type(value)(_walk(v, forms) for v in value)
-    return value
-
-
-def redact_model(model: M, secrets: Sequence[str]) -> M:
-    """`model` with every secret (and encoded form of one) masked in every string it holds; the same object
-    when none occurs (cheap check on its JSON first)."""
-    forms = secret_forms(secrets)
-    if not forms:
-        return model
-    dumped = model.model_dump_json()
-    if not any(f in dumped or _json_form(f) in dumped for f in forms):
-        return model
-    return type(model).model_validate(_walk(model.model_dump(), forms))
-
-
-def _json_form(secret: str) -> str:
-    return json.dumps(secret)[1:-1]
 
 
 def _escaped_forms(secret: str) -> set[str]:
@@ -57,7 +27,7 @@ def _escaped_forms(secret: str) -> set[str]:
         html.replace('"', "&quot;").replace("'", "&#x27;"),
     }
     markdown = {_MD_PUNCT.sub(r"\\\1", form) for form in (secret, html)}
-    return {secret, _json_form(secret), html, *quoted, *markdown}
+    return {secret, json_form(secret), html, *quoted, *markdown}
 
 
 def scrub_rendered(text: str, secrets: Sequence[str]) -> str:

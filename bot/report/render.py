@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from bot.base.results import RunResult
+from bot.base.secrets import redact_model
 from bot.base.templating import tidy_markdown
 from bot.base.textfilters import md_url
 from bot.compare.comparison import Comparison
@@ -14,7 +15,7 @@ from bot.report.environment import environment
 from bot.report.html_report import render_html
 from bot.report.junit_xml import render_junit
 from bot.report.marker import MARKER, marker_for
-from bot.report.redact import redact_model, scrub_rendered
+from bot.report.redact import scrub_rendered
 from bot.report.view import CaseRow, ReportView, build_view, trim
 
 COMMENT_LIMIT = 65_536  # characters in a GitHub comment body

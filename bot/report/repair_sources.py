@@ -2,7 +2,7 @@
 
 bot.repair and bot.report are sibling layers that never import each other (pyproject's import-linter
 contract), so the body's view (bot.report.repair_view) reads a repair's results through these protocols:
-bot.repair.outcome.RepairOutcome satisfies `OutcomeSource`, bot.repair.revert.RevertCandidate satisfies
+bot.repair.outcome.RepairOutcome satisfies `OutcomeSource`, bot.attribution.revert.RevertCandidate satisfies
 `RevertSource`, and mypy checks it where a command passes them. Every member is read-only."""
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ class OutcomeSource(Protocol):
 
 
 class ChangeSource(Protocol):
-    """One KB line change of the source pull request (bot.repair.hunks.Change)."""
+    """One KB line change of the source pull request (bot.attribution.hunks.Change)."""
 
     @property
     def file(self) -> str: ...
@@ -89,7 +89,7 @@ class ChangeSource(Protocol):
 
 
 class RevertCaseSource(Protocol):
-    """One case run with the partial revert (bot.repair.revert.CaseOutcome)."""
+    """One case run with the partial revert (bot.attribution.revert.CaseOutcome)."""
 
     @property
     def id(self) -> str: ...
@@ -105,7 +105,7 @@ class RevertCaseSource(Protocol):
 
 
 class RevertSource(Protocol):
-    """The verified partial revert (bot.repair.revert.RevertCandidate)."""
+    """The verified partial revert (bot.attribution.revert.RevertCandidate)."""
 
     @property
     def holds(self) -> bool: ...

@@ -4,7 +4,7 @@ alternatives combined, and the diagnostics added to a failing case (the structur
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bot.agents.base import Answer
@@ -31,22 +31,33 @@ def _combine_alternatives(evs: list[Evaluation]) -> Evaluation:
     return evs[0]
 
 
+@dataclass(frozen=True)
+class JudgeTools:
+    """What judging an answer uses besides the case and its session: the scratch databases (statements that
+    cannot run in a transaction), the structural diagnostic on passing cases too (`structural`), the LLM's
+    opinion on failing ones (`llm_judge`, `--llm-judge`), each database's schema for the structural scorer
+    (`schemas`, filled as it goes) and the perturbed copies (bot/run/perturbed.py)."""
+
+    scratch: ScratchFactory | None
+    structural: bool = False
+    llm_judge: Callable[[Case, str], Verdict] | None = None
+    schemas: dict[str, Any] = field(default_factory=dict)
+    copies: Copies | None = None
+
+
 def judge_answer(
     case: Case,
     answer: Answer,
     session: Session,
     options: CompareOptions,
-    scratch: ScratchFactory | None,
+    tools: JudgeTools,
     *,
-    structural: bool,
-    judge: Callable[[Case, str], Verdict] | None,
-    schemas: dict[str, Any],
-    copies: Copies | None = None,
     perturb: int = 0,
 ) -> Evaluation:
-    """The answer's Evaluation. Failing cases get the structural verdict (`structural`: passing ones too) and
-    the `judge`'s (`--llm-judge`); `schemas` caches each database's schema for the structural scorer. A query
-    case that passed is checked on `perturb` of its database's perturbed `copies` (bot/run/perturbed.py)."""
+    """The answer's Evaluation. Failing cases get the structural verdict (passing ones too under
+    `tools.structural`) and the LLM judge's; a query case that passed is checked on `perturb` of its database's
+    perturbed copies."""
+    scratch, copies = tools.scratch, tools.copies
     sqls = answer.alternatives or (answer.sql or "",)
     try:
         evs = [evaluate_case(case, s, session, options=options, scratch=scratch) for s in sqls]
@@ -59,12 +70,12 @@ def judge_answer(
         for e, s in zip(evs, sqls, strict=True)
     ]
     ev = _combine_alternatives(evs) if len(evs) > 1 else evs[0]
-    if ev.status == "failed" or (structural and ev.status == "passed"):
-        sv = _structural(case, answer.sql, session, schemas)
+    if ev.status == "failed" or (tools.structural and ev.status == "passed"):
+        sv = _structural(case, answer.sql, session, tools.schemas)
         if sv is not None:
             ev = replace(ev, verdicts={**ev.verdicts, "structural": sv})
-    if judge is not None and ev.status == "failed" and answer.sql and case.gold_sql:
-        jv = judge(case, answer.sql)
+    if tools.llm_judge is not None and ev.status == "failed" and answer.sql and case.gold_sql:
+        jv = tools.llm_judge(case, answer.sql)
         ev = replace(ev, verdicts={**ev.verdicts, "llm_judge": jv})
     return ev
 

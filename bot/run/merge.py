@@ -1,15 +1,13 @@
-"""Shards: `run --shard I/N` takes the cases whose id hashes to shard I; `sqlcanary merge RUN... --out FILE`
-joins the shards' RunResults into the one the unsharded run would have written (timings aside)."""
+"""`sqlcanary merge RUN... --out FILE`: the RunResults of `run --shard I/N` jobs (bot.cases.selection picks a
+shard's cases) joined into the one the unsharded run would have written (timings aside)."""
 
 from __future__ import annotations
 
-import hashlib
-import re
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from bot.base.errors import ConfigError, ResultFileError
 from bot.base.results import CaseResult, LLMUsage, RunMeta, RunResult, summarize
+from bot.cases.selection import parse_shard
 
 # Fields every shard must share: runs that differ in one of them do not add up to one run.
 SAME_FIELDS = (
@@ -23,36 +21,6 @@ SAME_FIELDS = (
     "filters",
     "setting",  # a sweep leg's: shards of two settings are two runs
 )
-_SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
-
-
-@dataclass(frozen=True)
-class Shard:
-    index: int  # 1-based
-    count: int
-
-    def __str__(self) -> str:
-        return f"{self.index}/{self.count}"
-
-
-def parse_shard(text: str) -> Shard:
-    match = _SHARD.fullmatch(text or "")
-    if not match:
-        raise ConfigError(f"--shard expects I/N (for example 2/4), got {text!r}")
-    index, count = int(match.group(1)), int(match.group(2))
-    if count < 1 or not 1 <= index <= count:
-        raise ConfigError(f"--shard {text}: I must be between 1 and N, and N at least 1")
-    return Shard(index, count)
-
-
-def shard_of(case_id: str, count: int) -> int:
-    """The shard (1-based) a case belongs to: a stable hash of its id alone, the same on every machine."""
-    digest = hashlib.sha256(case_id.encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") % count + 1
-
-
-def in_shard(case_id: str, shard: Shard) -> bool:
-    return shard_of(case_id, shard.count) == shard.index
 
 
 def _suite_relative(file: str, suite_path: str) -> tuple[str, ...]:

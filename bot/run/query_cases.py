@@ -8,7 +8,7 @@ import re
 from bot.base.results import ResultSet, Verdict
 from bot.cases.model import Case, CompareOptions
 from bot.db.session import Outcome, Session
-from bot.db.statements import UnsafeSQL
+from bot.db.statements import UnsafeSQL, refuse_empty
 from bot.run.evaluation import Evaluation, GoldFailed, as_invalid, as_refused, from_verdict
 from bot.scoring.execution import error_verdict, judge_results, wants_order
 from bot.scoring.order import key_positions, with_limit, with_order_keys, without_distinct
@@ -69,7 +69,7 @@ def query_text(pred_sql: str) -> str:
     m = _LEAD.match(pred_sql)
     lead = m.group(1).upper() if m else ""
     if not lead:
-        raise UnsafeSQL("the prediction is empty", error_class="empty")
+        refuse_empty(pred_sql)
     if lead in NOT_QUERIES:
         raise UnsafeSQL(
             f"a query case takes one SELECT; the prediction is a {lead} statement", error_class="not_a_query"

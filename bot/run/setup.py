@@ -19,7 +19,7 @@ from bot.base.settings import Settings
 from bot.cases.fields import parse_duration_ms
 from bot.cases.loader import load_suite
 from bot.cases.model import Case, Suite
-from bot.cases.selection import select_cases
+from bot.cases.selection import in_shard, parse_shard, select_cases
 from bot.config.model import Config
 from bot.run.cache import AnswerCache
 from bot.run.fingerprint import (
@@ -29,7 +29,6 @@ from bot.run.fingerprint import (
     kb_fingerprint,
     uses_answer_cache,
 )
-from bot.run.merge import in_shard, parse_shard
 from bot.run.request import RunRequest
 from bot.run.runner import RunOptions
 
@@ -208,4 +207,12 @@ def run_options(
         kb_fingerprint=kb_fp,
         answer_cache=cache,
         cache_basis=cache_basis(choice) if cache is not None else None,
+    )
+
+
+def default_run_options(config: Config) -> RunOptions:
+    timeout = config.statement_timeout
+    ms = parse_duration_ms(timeout, path="sqlcanary.yml", line=None) if timeout else None
+    return RunOptions(
+        jobs=config.jobs or 2, preset=config.preset, statement_timeout_ms=ms, row_cap=config.row_cap
     )

@@ -73,17 +73,12 @@ def judge_results(
             message=f"{preset} evaluator: {'match' if ok else 'no match'}",
             details={"preset": preset, "alternative": alternative},
         )
-    opts = TableOptions(
-        rows=options.rows or "multiset",
-        columns=options.columns or "permute",
-        abs_tol=options.abs_tol if options.abs_tol is not None else DEFAULT_ABS_TOL,
-        rel_tol=options.rel_tol if options.rel_tol is not None else DEFAULT_REL_TOL,
-        bool_is_int=bool(options.bool_is_int),
-        datetime_as_date=bool(options.datetime_as_date),
-        empty_gold_fails=bool(options.empty_gold_fails),
-    )
     tv = compare_tables(
-        gold, pred, opts=opts, order=order, keys=lambda: alignment_keys(gold_sql, gold.columns)
+        gold,
+        pred,
+        opts=TableOptions.from_compare(options),
+        order=order,
+        keys=lambda: alignment_keys(gold_sql, gold.columns),
     )
     details = dict(tv.details)
     details["alternative"] = alternative

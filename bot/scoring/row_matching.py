@@ -5,20 +5,9 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Literal
 
-from bot.scoring.values import DEFAULT_ABS_TOL, DEFAULT_REL_TOL, close, show, sort_key
-
-
-@dataclass(frozen=True)
-class TableOptions:
-    rows: Literal["multiset", "set"] = "multiset"
-    columns: Literal["positional", "permute", "subset"] = "permute"
-    abs_tol: float = DEFAULT_ABS_TOL
-    rel_tol: float = DEFAULT_REL_TOL
-    bool_is_int: bool = False
-    datetime_as_date: bool = False
-    empty_gold_fails: bool = False
+from bot.scoring.table_options import TableOptions
+from bot.scoring.values import close, show, sort_key
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from pydantic import Field, ValidationError
 
 from bot.base.errors import ConfigError
 from bot.base.results import RunResult, RunSetting
+from bot.cases.selection import Shard, parse_shard
 from bot.config.llm import ENV_MODEL, ENV_TEMPERATURE
-from bot.run.merge import Shard, parse_shard
 from bot.run.request import RunRequest
 from bot.sweep.grid import Setting
 

@@ -15,10 +15,11 @@ from bot.base.errors import ConfigError
 from bot.base.git import Git
 from bot.base.settings import Settings
 from bot.cli import main
-from bot.commands.action import action, action_settings
+from bot.commands.action import action
 from bot.github.context import ActionContext
 from bot.github.event import load_event
 from bot.github.inputs import RunnerContext, read_inputs
+from bot.modes.setup import action_settings
 from tests.support.fake_github import FakeGitHub
 from tests.support.github_fixtures import ACTIONS_TOKEN, NO_CHECKS_TOKEN, REPO, client
 from tests.support.github_runner_files import parse_outputs

@@ -14,16 +14,16 @@ from types import MappingProxyType
 
 import pytest
 
+from bot.attribution.causal import CauseRequest, find_causes
+from bot.attribution.delta import attribute
+from bot.attribution.evaluator import TreeEvaluator
+from bot.attribution.hunks import kb_changes
+from bot.attribution.revert import partial_revert
 from bot.base.git import worktree
 from bot.base.settings import Settings
 from bot.cases.loader import load_suite
-from bot.check.trees import pr_diff
+from bot.check.diff import pr_diff
 from bot.config.model import load_config
-from bot.repair.attribution import attribute
-from bot.repair.causal import find_causes
-from bot.repair.evaluator import TreeEvaluator
-from bot.repair.hunks import kb_changes
-from bot.repair.revert import partial_revert
 from tests.support.tinyrepo import git
 
 pytestmark = pytest.mark.integration
@@ -173,18 +173,17 @@ def test_find_causes_is_the_one_call_a_check_makes(tmp_path: Path, pg_server, se
     head = {"big": "failed", "buyers": "passed", **{i: "passed" for i in IDS if i not in ("big", "buyers")}}
     diff = pr_diff(repo, base_sha, head_sha)
     with worktree(repo, base_sha, label="base") as base_root:
-        found = find_causes(
+        request = CauseRequest(
             diff,
             config=config,
             base_root=base_root,
             head_root=repo,
             suite=suite,
-            server=pg_server,
-            settings=settings,
             head=head,
             regressed=["big"],
             base_pass_rate=6 / 7,
         )
+        found = find_causes(request, server=pg_server, settings=settings)
     assert [c.where for c in found.attribution.causes("big")] == ["line 5"]
     assert found.revert.holds and found.revert.restored == ("big",)
     assert (found.revert.base_pass_rate, found.revert.head_pass_rate, found.revert.reverted_pass_rate) == (
@@ -193,16 +192,37 @@ def test_find_causes_is_the_one_call_a_check_makes(tmp_path: Path, pg_server, se
         1.0,
     )
     assert found.agent_calls == found.attribution.agent_calls + found.revert.agent_calls
-    no_kb = find_causes(
-        diff[:0],
-        config=config,
-        base_root=repo,
-        head_root=repo,
-        suite=suite,
-        server=pg_server,
-        settings=settings,
-        head=head,
-        regressed=["big"],
+    request = CauseRequest(
+        diff[:0], config=config, base_root=repo, head_root=repo, suite=suite, head=head, regressed=["big"]
     )
+    no_kb = find_causes(request, server=pg_server, settings=settings)
     assert no_kb.agent_calls == 0 and no_kb.attribution.of("big").verdict == "not_kb"
     assert not no_kb.revert.holds
+
+
+def test_the_answer_cache_key_covers_the_whole_copy_whatever_agent_inputs_says(
+    tmp_path: Path, pg_server, settings: Settings
+):
+    """The head's agent is the pull request's: a file outside `agent.inputs` (a module it imports, data it reads)
+    that changes between two pushes must change the key its answers are cached under; the same tree keeps it."""
+    repo, _, ev, _, _ = evaluate_pr(tmp_path, "three_hunks", True, pg_server, settings)
+    config = ev._config.model_copy(
+        update={"agent": ev._config.agent.model_copy(update={"inputs": ("agent.py",)})}
+    )
+
+    def key(root: Path) -> str:
+        other = TreeEvaluator(
+            root=root, changes=ev.changes, config=config, suite=ev.suite, server=pg_server, settings=settings
+        )
+        with other:
+            fp = other._options().agent_fingerprint
+        assert fp
+        return fp
+
+    try:
+        first = key(repo)
+        assert key(repo) == first  # the same tree: the same key, so a later check reuses the answers
+        (repo / FOLDER / "helper.txt").write_text("the agent may read this\n")
+        assert key(repo) != first
+    finally:
+        ev.close()

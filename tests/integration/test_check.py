@@ -109,6 +109,19 @@ def test_check_passes_when_head_changes_nothing(shop_repo, pg_dsn, tmp_path):
     assert comparison.verdict == "pass" and comparison.of("regressed") == []
 
 
+def test_check_without_base_finds_a_master_branch(shop_repo, pg_dsn, tmp_path, capfd):
+    """A `git init` repository whose default branch is `master`: `check` on the regressing branch, with no
+    --base, compares it with master (not an error that asks for main)."""
+    git(shop_repo, "branch", "-m", "main", "master")
+    git(shop_repo, "checkout", "-q", "regress")
+    assert check(pg_dsn, tmp_path / "out") == 1  # the planted regression, found against master
+    out = capfd.readouterr()
+    assert "base master (" in out.out + out.err
+    assert read_run(tmp_path / "out" / "base.json").meta.git_sha == git(shop_repo, "rev-parse", "master")
+    comparison = Comparison.model_validate_json((tmp_path / "out" / "comparison.json").read_text())
+    assert {c.id for c in comparison.of("regressed")} == breaks()
+
+
 @pytest.mark.parametrize("ref", ["-x", "--upload-pack=touch", "no-such-branch", "main..regress", "a b"])
 def test_check_refuses_bad_refs(shop_repo, pg_dsn, tmp_path, capfd, ref):
     assert main(["check", SUITE, f"--base={ref}", "--dsn", pg_dsn, "--out", str(tmp_path / "out")]) == 2

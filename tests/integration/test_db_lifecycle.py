@@ -67,6 +67,14 @@ def test_db_start_keeps_it_running_and_db_stop_stops_it(root):
     assert "not running" in _cli(root, "db", "stop").stdout
 
 
+def test_db_status_never_starts_the_server(root):
+    status = _cli(root, "db", "status")
+    assert status.returncode == 0, status.stderr
+    assert "not running" in status.stdout and "`sqlcanary db start`" in status.stdout
+    assert not (root / f"pg{MAJOR}" / "PG_VERSION").exists()  # not even initialised
+    assert not lifecycle.status(root / f"pg{MAJOR}").running
+
+
 def test_db_stop_refuses_a_dsn(root):
     out = _cli(root, "db", "stop", "--dsn", "postgresql://u@127.0.0.1:1/x")
     assert out.returncode == 2 and "acts on the embedded server" in out.stderr

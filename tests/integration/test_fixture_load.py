@@ -72,6 +72,22 @@ def test_a_hostile_fixture_runs_nothing_outside_its_database(pg_server, tmp_path
     assert not _databases_like(pg_server, f"sqlcanary_tpl_hostile_{os.getpid()}%")
 
 
+def test_a_fixture_that_would_hold_the_check_is_stopped_at_its_budget(pg_server, tmp_path):
+    """pg_dump's own `SET statement_timeout = 0` does not help a fixture that sleeps: the statement running when
+    the budget runs out is cancelled, and the fixture is refused with its line."""
+    from bot.db.fixture_load import load_fixture
+    from bot.db.role import ensure_runner_role
+    from bot.db.templates import runner_dsn
+
+    path = tmp_path / "sleepy.sql"
+    path.write_text("SET statement_timeout = 0;\nSELECT pg_sleep(600);\nSELECT 1;\n", encoding="utf-8")
+    dsn = runner_dsn(pg_server, "postgres", ensure_runner_role(pg_server))
+    with pytest.raises(CaseFileError) as info:
+        load_fixture(dsn, (path,), db_label="sleepy", budget_s=1.0)
+    assert "did not load within 1 s" in str(info.value)
+    assert (info.value.path, info.value.line) == (str(path), 2)
+
+
 def test_a_fixture_that_changes_its_role_is_rolled_back_whole(pg_server, tmp_path):
     before = _runner_settings(pg_server)
     path = _fixture(tmp_path, "ALTER ROLE CURRENT_USER SET search_path = evil, public;\n")

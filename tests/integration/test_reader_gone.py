@@ -50,7 +50,9 @@ def test_compare_keeps_its_out_file_and_its_exit_code(tmp_path: Path) -> None:
 def test_run_finishes_and_writes_its_results(tmp_path: Path, pg_dsn: str) -> None:
     out = tmp_path / "run.json"
     code, stderr = reader_gone(
-        ["run", str(SINGLE), "--agent", "gold", "--out", str(out), "-q"], tmp_path, env={"DATABASE_URL": pg_dsn}
+        ["run", str(SINGLE), "--agent", "gold", "--out", str(out), "-q"],
+        tmp_path,
+        env={"DATABASE_URL": pg_dsn},
     )
     assert code == 0, stderr
     run = read_run(out)

@@ -18,11 +18,12 @@ from bot.base.results import RunResult, read_run
 from bot.cases.loader import load_suite
 from bot.cli import main
 from bot.config.model import load_config
+from bot.kb.files import KBFiles
 from bot.llm import LLMClient, LLMSettings
 from bot.llm.cache import ReplyCache
-from bot.repair.kb import JOURNAL_DIR, KBFiles, recover
-from bot.repair.loop import repair
+from bot.repair.request import RepairRequest, repair
 from bot.repair.setup import Limits
+from bot.repair.transaction import JOURNAL_DIR, recover
 from tests.support.fake_openai import FakeOpenAI
 
 pytestmark = pytest.mark.integration
@@ -103,9 +104,8 @@ _LIMITS = ("max_failures", "max_retries", "max_llm_calls", "max_critique", "max_
 def do_repair(root: Path, run: RunResult, pg_server, llm: LLMClient, **kw):
     config = load_config(root / "sqlcanary.yml")
     limits = Limits(**{k: kw.pop(k) for k in _LIMITS if k in kw})
-    return repair(
-        run, config=config, suite=load_suite(root), server=pg_server, client=llm, limits=limits, **kw
-    )
+    req = RepairRequest(run=run, config=config, suite=load_suite(root), limits=limits, **kw)
+    return repair(req, server=pg_server, client=llm)
 
 
 def test_cli_repairs_the_case_keeps_the_suite_green_and_commits(shop, pg_dsn, tmp_path, monkeypatch):

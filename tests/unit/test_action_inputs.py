@@ -65,7 +65,10 @@ def test_inputs_as_the_runner_passes_them():
 @pytest.mark.parametrize(
     "env,named",
     [
-        ({"INPUT_MODE": "deploy"}, "mode"),
+        (
+            {"INPUT_MODE": "Deploy; rm -rf /"},
+            "mode",
+        ),  # a name, not any text (which modes: bot.modes.find_mode)
         ({"INPUT_REPEAT": "zero"}, "repeat"),
         ({"INPUT_REPEAT": "0"}, "repeat"),
         ({"INPUT_FAIL-ON-REGRESSION": "maybe"}, "fail-on-regression"),

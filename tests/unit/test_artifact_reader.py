@@ -1,5 +1,5 @@
 """The untrusted artifact folder `mode: post` reads (bot.github.artifact) and how its legs add up to one check
-(bot.github.post_merge): every refusal names the file and the reason, before anything could be posted."""
+(bot.modes.leg_merge): every refusal names the file and the reason, before anything could be posted."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import pytest
 
 from bot.base.errors import ConfigError, ResultFileError
 from bot.base.results import CaseResult, RunMeta, RunResult, summarize, write_run
+from bot.cases.selection import shard_of
 from bot.compare.comparison import compare_runs
 from bot.config.gate_settings import GateSettings
 from bot.github.artifact import ArtifactLimits, read_artifacts
 from bot.github.leg_payload import PAYLOAD_SCHEMA_VERSION, LegFiles, LegPayload, write_leg_payload
-from bot.github.post_merge import combine_legs
-from bot.run.merge import shard_of
+from bot.modes.leg_merge import combine_legs
 
 HEAD, BASE = "a" * 40, "b" * 40
 IDS = [f"case{i}" for i in range(8)]

@@ -12,7 +12,8 @@ from bot.base.results import RunResult, read_run
 from bot.compare.comparison import compare_head_only, compare_runs
 from bot.compare.gate import check_conclusion
 from bot.config.model import Config, KBConfig
-from bot.repair.kb import KBFiles, RefusedPath, Transaction
+from bot.kb.files import KBFiles, RefusedPath
+from bot.repair.transaction import Transaction
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 

@@ -20,8 +20,8 @@ from bot.compare.causes import Regressed, explain_comparison, link_causes
 from bot.compare.comparison import COMPARISON_SCHEMA_VERSION, Comparison, compare_runs
 from bot.compare.diff import FileDiff, Hunk, added_file, parse_diff
 from bot.compare.spans import suite_folder
+from bot.kb.files import KBFiles
 from bot.repair.context import failure_context
-from bot.repair.kb import KBFiles
 from bot.repair.prompts import case_messages
 from bot.report.render import render_comment, render_html, render_summary
 from tests.unit.test_report import assert_golden, assert_inert

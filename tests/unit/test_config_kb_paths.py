@@ -11,7 +11,7 @@ import bot.commands.run  # noqa: F401  (see test_config_cli: Progress binds stde
 from bot.base.errors import EXIT_BAD_INPUT, ConfigError
 from bot.cli import main
 from bot.config.model import Config, KBConfig, check_kb_paths, load_config
-from bot.repair.kb import KB_SUFFIXES, KBFiles
+from bot.kb.files import KB_SUFFIXES, KBFiles
 
 REPO = Path(__file__).resolve().parents[2]
 SUITE = REPO / "tests" / "fixtures" / "suites" / "single" / "single.yml"

@@ -299,6 +299,34 @@ def test_default_base_ref_prefers_the_base_branch_then_origin_main_then_main(tmp
         default_base_ref(repo, "gone")
 
 
+@git_missing
+def test_default_base_ref_finds_the_default_branch_when_it_is_not_main(tmp_path):
+    """A `git init` repository whose branch is `master` (git before 2.28, or init.defaultBranch unset), a clone
+    whose origin's HEAD names `trunk`, and a repository that configures `init.defaultBranch`."""
+    from bot.base.git import default_base_ref
+
+    repo = git_repo(tmp_path / "r")
+    subprocess.run(["git", "branch", "-m", "main", "master"], cwd=repo, check=True)
+    assert default_base_ref(repo, None) == "master"
+    subprocess.run(["git", "branch", "develop"], cwd=repo, check=True)
+    subprocess.run(["git", "config", "init.defaultBranch", "develop"], cwd=repo, check=True)
+    assert default_base_ref(repo, None) == "develop"
+    subprocess.run(["git", "update-ref", "refs/remotes/origin/trunk", "HEAD"], cwd=repo, check=True)
+    subprocess.run(
+        ["git", "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/trunk"], cwd=repo, check=True
+    )
+    assert default_base_ref(repo, None) == "origin/trunk"
+    subprocess.run(["git", "branch", "-D", "develop"], cwd=repo, check=True)
+    subprocess.run(["git", "symbolic-ref", "--delete", "refs/remotes/origin/HEAD"], cwd=repo, check=True)
+    subprocess.run(["git", "update-ref", "-d", "refs/remotes/origin/trunk"], cwd=repo, check=True)
+    subprocess.run(["git", "checkout", "-q", "--detach"], cwd=repo, check=True)
+    subprocess.run(["git", "branch", "-D", "master"], cwd=repo, check=True)
+    with pytest.raises(
+        SqlcanaryError, match="none of origin/develop, develop, origin/main, main, origin/master"
+    ):
+        default_base_ref(repo, None)
+
+
 def test_config_reads_gate_and_cache_settings(tmp_path):
     path = tmp_path / "sqlcanary.yml"
     path.write_text("gate: {max_regressions: 2, min_pass_rate: 0.8}\ncache: {answers: false}\n")

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from bot.attribution.delta import Status, attribute, ddmin
+from bot.attribution.hunks import kb_changes, kb_relative, split_changes
+from bot.attribution.revert import partial_revert
 from bot.compare.diff import FileDiff, Hunk, parse_diff
 from bot.config.model import load_config
-from bot.repair.attribution import Status, attribute, ddmin
-from bot.repair.hunks import kb_changes, kb_relative, split_changes
-from bot.repair.revert import partial_revert
 
 
 def u0_hunks(old: str, new: str) -> tuple[Hunk, ...]:

@@ -21,9 +21,11 @@ from bot.cli import main
 from bot.config.model import load_config
 from bot.config.scaffold import (
     CONFIG_PLACEHOLDER,
+    GITIGNORE,
     PROJECT_FILES,
     WORKFLOW_FILE,
     WORKFLOW_TEMPLATE,
+    gitignore_hint,
     template_text,
     write_init,
 )
@@ -32,7 +34,7 @@ from bot.config.schema import SCHEMA_URL
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATES = REPO / "templates"
 EXAMPLE_WORKFLOW = REPO / "examples" / "workflows" / "sqlcanary-pr.yml"
-EVERY_FILE = sorted([target for _, target in PROJECT_FILES] + [WORKFLOW_FILE])
+EVERY_FILE = sorted([target for _, target in PROJECT_FILES] + [WORKFLOW_FILE, ".gitignore"])
 
 
 def _files(folder: Path) -> set[str]:
@@ -57,7 +59,7 @@ def test_init_writes_the_project_and_the_workflow(tmp_path: Path) -> None:
 def test_in_a_repository_the_workflow_goes_to_its_root_and_names_the_config(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     write_init(tmp_path / "evals")
-    assert _files(tmp_path / "evals") == {t for _, t in PROJECT_FILES}
+    assert _files(tmp_path / "evals") == {t for _, t in PROJECT_FILES} | {".gitignore"}
     workflow = yaml.safe_load((tmp_path / WORKFLOW_FILE).read_text(encoding="utf-8"))
     step = next(s for s in workflow["jobs"]["check"]["steps"] if s.get("id") == "canary")
     assert step["with"] == {"config": "evals/sqlcanary.yml"}
@@ -111,7 +113,7 @@ def test_the_init_files_ship_in_the_wheel() -> None:
     shipped = {p for g in globs["bot.templates"] for p in TEMPLATES.glob(g) if p.is_file()}
     wanted = {p for p in (TEMPLATES / "init").rglob("*") if p.is_file() and "__pycache__" not in p.parts}
     assert wanted and wanted <= shipped
-    needed = {name for name, _ in PROJECT_FILES} | {WORKFLOW_TEMPLATE}
+    needed = {name for name, _ in PROJECT_FILES} | {WORKFLOW_TEMPLATE, GITIGNORE[0]}
     assert {p.relative_to(TEMPLATES / "init").as_posix() for p in wanted} == needed
 
 
@@ -158,3 +160,38 @@ def test_the_written_workflow_passes_actionlint(tmp_path: Path) -> None:
         [tool, "-no-color", str(tmp_path / WORKFLOW_FILE)], capture_output=True, text=True, cwd=tmp_path
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_init_ignores_its_output_and_keeps_a_gitignore_of_your_own(tmp_path: Path) -> None:
+    fresh = tmp_path / "fresh"
+    write_init(fresh)
+    ignored = (fresh / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert "sqlcanary-results/" in ignored and ".sqlcanary/" in ignored
+    assert gitignore_hint(fresh) is None
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / ".gitignore").write_text("*.log\nsqlcanary-results/\n", encoding="utf-8")
+    written = write_init(mine)  # a .gitignore is no reason to refuse
+    assert mine / ".gitignore" not in written
+    assert (mine / ".gitignore").read_text(encoding="utf-8") == "*.log\nsqlcanary-results/\n"
+    assert (
+        gitignore_hint(mine)
+        == f"kept your {mine / '.gitignore'}: add .sqlcanary/ to it (sqlcanary's results and caches)"
+    )
+
+
+def test_git_ignores_what_a_run_of_the_new_project_writes(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    write_init(tmp_path)
+    for output in ("sqlcanary-results/run.json", ".sqlcanary/cache/runs/x.json"):
+        (tmp_path / output).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / output).write_text("{}", encoding="utf-8")
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert "sqlcanary-results" not in status and ".sqlcanary/" not in status
+    assert "sqlcanary.yml" in status  # the project itself is not ignored

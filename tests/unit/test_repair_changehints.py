@@ -14,14 +14,13 @@ import pytest
 import yaml
 
 from bot.cases.loader import load_suite
-from bot.compare.causes import Cause
 from bot.compare.comparison import CaseChange, Comparison
-from bot.compare.diff import Hunk, parse_diff
+from bot.compare.diff import Cause, Hunk, parse_diff
 from bot.config.model import Config, KBConfig
+from bot.kb.files import KBFiles
 from bot.repair.actions import Action, apply_action
 from bot.repair.changehints import change_hints, hint
 from bot.repair.context import failure_context
-from bot.repair.kb import KBFiles
 from bot.repair.plan import NOT_THERE, check_plan, parse_plan
 from bot.repair.prompts import case_messages
 from tests.unit.test_repair_context import _case, _failed

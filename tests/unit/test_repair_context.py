@@ -12,8 +12,8 @@ from bot.base.results import CaseResult, Prediction
 from bot.cases.loader import load_suite
 from bot.cases.model import Case, Suite
 from bot.config.model import load_config
+from bot.kb.files import KBFiles
 from bot.repair.context import failure_context
-from bot.repair.kb import KBFiles
 from bot.repair.mentions import MAX_MENTIONED, WHOLE_LINES, find_mentions, mention
 from bot.repair.prompts import case_messages
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from bot.config.model import Config, KBConfig
-from bot.repair.kb import JOURNAL_DIR, KBFiles, RefusedPath, Transaction, recover
+from bot.kb.files import KBFiles, RefusedPath
+from bot.repair.transaction import JOURNAL_DIR, Transaction, recover
 
 REPO = Path(__file__).resolve().parents[2]
 GLOBS = ("kb/**/*.yaml", "kb/**/*.yml", "kb/**/*.sql", "kb/**/*.md")
@@ -141,7 +142,8 @@ CHILD = textwrap.dedent(
     import os, sys, time
     sys.path.insert(0, {repo!r})
     from bot.config.model import Config, KBConfig
-    from bot.repair.kb import KBFiles, Transaction
+    from bot.kb.files import KBFiles
+    from bot.repair.transaction import Transaction
     kb = KBFiles.from_config(Config(base_dir={root!r}, kb=KBConfig(paths=("kb/**/*.yaml", "kb/**/*.sql"))))
     with Transaction(kb) as tx:
         tx.apply({{"kb/metrics/dau.yaml": "edited\\n", "kb/snippets/new.sql": "SELECT 2\\n"}})

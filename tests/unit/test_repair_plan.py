@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.config.model import Config, KBConfig
-from bot.repair.kb import KBFiles
+from bot.kb.files import KBFiles
 from bot.repair.plan import PlanError, check_plan, combine_held, kb_folders, parse_plan
 
 SHOP = Path(__file__).resolve().parents[2] / "benchmarks" / "shop"

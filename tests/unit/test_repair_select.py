@@ -4,9 +4,8 @@ round-robin over the groups (no database)."""
 from __future__ import annotations
 
 from bot.base.results import CaseResult, Prediction
-from bot.compare.causes import Cause
 from bot.compare.comparison import Comparison
-from bot.compare.diff import Hunk
+from bot.compare.diff import Cause, Hunk
 from bot.repair.select import NO_CAUSE, choose, group_failures
 
 

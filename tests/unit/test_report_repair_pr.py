@@ -13,10 +13,10 @@ import re
 
 import pytest
 
+from bot.attribution.hunks import Change
+from bot.attribution.revert import CaseOutcome, RevertCandidate
 from bot.github.repair_change import RepairTarget
-from bot.repair.hunks import Change
 from bot.repair.outcome import AttemptRecord, CaseRepair, CritiqueRecord, LLMStats, RepairOutcome
-from bot.repair.revert import CaseOutcome, RevertCandidate
 from bot.report.repair_pr import (
     BODY_LIMIT,
     MAX_DATA_IDS,

@@ -13,9 +13,17 @@ from urllib.parse import quote, quote_plus
 import pytest
 
 from bot.base.results import Prediction
-from bot.base.secrets import MASK, MIN_ENCODED_LEN, encoded_forms, scrub, secret_forms, secret_values
+from bot.base.secrets import (
+    MASK,
+    MIN_ENCODED_LEN,
+    encoded_forms,
+    redact_model,
+    scrub,
+    secret_forms,
+    secret_values,
+)
 from bot.github.workflow import add_mask
-from bot.report.redact import redact_model, scrub_rendered
+from bot.report.redact import scrub_rendered
 
 TOKEN = "ghs_16C7e42F292c6912E7710c838347Ae178B4a"
 URL_PW = "p@ss w/rd+&?x=1"  # every character percent-encoding touches

@@ -22,8 +22,9 @@ from bot.base.results import (
     summarize,
     write_run,
 )
+from bot.cases.selection import Shard, in_shard, parse_shard, shard_of
 from bot.cli import main
-from bot.run.merge import Shard, in_shard, merge_runs, parse_shard, shard_of, suite_order
+from bot.run.merge import merge_runs, suite_order
 
 REPO = Path(__file__).resolve().parents[2]
 IDS = [f"case-{i:03d}" for i in range(300)] + ["shop-ads-cpc-by-region-q4", "ünïcode-id", "a b/c:d"]
@@ -64,7 +65,7 @@ def test_shard_assignment_is_pinned_and_independent_of_the_process():
     """A stable hash (not Python's salted hash()): the same in another process with another hash seed."""
     expected = {"inline-count": 3, "items-flaky": 2, "orders-broken": 1, "orders-per-item": 1}
     assert {i: shard_of(i, 3) for i in expected} == expected
-    code = "import json, sys; from bot.run.merge import shard_of; print(json.dumps([shard_of(i, 7) for i in sys.argv[1:]]))"
+    code = "import json, sys; from bot.cases.selection import shard_of; print(json.dumps([shard_of(i, 7) for i in sys.argv[1:]]))"
     env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(REPO)}
     out = subprocess.run(
         [sys.executable, "-c", code, *IDS], capture_output=True, text=True, env=env, check=True

@@ -22,8 +22,8 @@ from bot.base.results import (
     write_run,
 )
 from bot.base.stats import mcnemar_two_sided
+from bot.cases.selection import shard_of
 from bot.cli import main
-from bot.run.merge import shard_of
 from bot.sweep.metrics import pass_at_k, pass_hat_k, percentile
 from bot.sweep.outputs import sweep_report
 from bot.sweep.render import metric_charts, render_html, render_json, render_markdown, render_summary

@@ -1,8 +1,8 @@
-"""The repair pull request in the Action (input `repair: true`), after a pull_request check found regressions.
+"""The repair pull request (input `repair: true`): a step of mode `check`, after the check found regressions.
 
 Which repair: an LLM's KB edits when an LLM is configured (the inputs' endpoint or key, or the base's `llm:`)
 and at least one regressed case is fixed by them, each edit proven on the whole suite by the repair loop; else the
-verified partial revert of the pull request's KB changes that broke the cases (bot.repair.causal, found by the
+verified partial revert of the pull request's KB changes that broke the cases (bot.attribution.causal, found by the
 check); else none. The repair loop works in the checkout (with its journal) and the checkout is put back exactly
 as it was found: the repair's files travel to GitHub as texts, committed on `sqlcanary/repair/pr-<n>` on top of the
 event's `pull_request.head.sha` (bot.github.repair_pr). Never for forks or Dependabot: their checks never get here.
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bot.attribution.revert import RevertCandidate
 from bot.base.errors import SqlcanaryError
 from bot.base.results import write_json_atomic
 from bot.base.settings import Settings
@@ -26,11 +27,10 @@ from bot.github.context import ActionContext
 from bot.github.gitpush import PushFallback
 from bot.github.repair_change import RepairChange, RepairTarget
 from bot.github.repair_pr import RepairResult, close_repair, publish_repair
-from bot.repair.kb import KBFiles, write_bytes_atomic
+from bot.kb.files import KBFiles, write_bytes_atomic
 from bot.repair.outcome import RepairOutcome
-from bot.repair.revert import RevertCandidate
 from bot.report.repair_pr import render_repair_pr
-from bot.report.repair_view import build_repair_pr_view
+from bot.report.repair_view import RepairPRView, build_repair_pr_view
 
 NO_LONGER = "the pull request no longer regresses"
 NONE_HOLDS = (
@@ -171,32 +171,13 @@ def repair_step(
         fixed = (
             tuple(c.id for c in used.cases if c.repaired) if used else (reverted.restored if reverted else ())
         )
-        rates = (check.comparison.overall.base_rate, check.comparison.overall.head_rate)
-        if used is not None:  # outcome.json's own rates, so the body and the record agree
-            rates = (
-                used.base_pass_rate if used.base_pass_rate is not None else rates[0],
-                used.head_pass_rate,
-            )
-        repaired_rate = (
-            used.repaired_pass_rate if used else (reverted.reverted_pass_rate if reverted else None)
-        )
-        view = build_repair_pr_view(
-            pr_number=event.pr_number,
-            base_rate=rates[0],
-            head_rate=rates[1],
-            repaired_rate=repaired_rate,
-            token="repair_token" if inputs.repair_token else "github_token",
-            outcome=used,
-            revert=reverted,
-            source_url=f"{ctx.runner.server_url}/{ctx.runner.repository}/pull/{event.pr_number}",
-            workflow=ctx.runner.workflow,
-        )
+        view = _view(ctx, check, used, reverted, pr_number=event.pr_number)
         change = RepairChange(
             target,
             files=files,
             allowed=_rule(config, repo),
             commit_message=_message(event.pr_number, fixed, files),
-            title=f"sqlcanary: repair {len(regressed)} regressions from #{event.pr_number}",
+            title=repair_title(event.pr_number, fixed, regressed),
             body=render_repair_pr(view, secrets=settings.secrets),
         )
         fallback = PushFallback(workdir, token, environ=settings.environ)
@@ -208,6 +189,34 @@ def repair_step(
         )
     still = tuple(i for i in regressed if i not in fixed)
     return RepairStep(result, _note(result, fixed, regressed), repaired=fixed, still_failing=still)
+
+
+def _view(
+    ctx: ActionContext,
+    check: CheckResult,
+    used: RepairOutcome | None,
+    reverted: RevertCandidate | None,
+    *,
+    pr_number: int,
+) -> RepairPRView:
+    """The repair pull request's body: base → head → repaired pass rates (an LLM repair's from its own
+    outcome.json, so the body and the record agree), what was kept, and where it came from."""
+    runner = ctx.runner
+    rates = (check.comparison.overall.base_rate, check.comparison.overall.head_rate)
+    if used is not None:
+        rates = (used.base_pass_rate if used.base_pass_rate is not None else rates[0], used.head_pass_rate)
+    repaired_rate = used.repaired_pass_rate if used else (reverted.reverted_pass_rate if reverted else None)
+    return build_repair_pr_view(
+        pr_number=pr_number,
+        base_rate=rates[0],
+        head_rate=rates[1],
+        repaired_rate=repaired_rate,
+        token="repair_token" if ctx.inputs.repair_token else "github_token",
+        outcome=used,
+        revert=reverted,
+        source_url=f"{runner.server_url}/{runner.repository}/pull/{pr_number}",
+        workflow=runner.workflow,
+    )
 
 
 def _rule(config: Config, repo: Path) -> Callable[[str], str | None]:
@@ -223,9 +232,26 @@ def _rule(config: Config, repo: Path) -> Callable[[str], str | None]:
     return allowed
 
 
+SHOWN_FIXES = 20  # cases a commit message lists (the rest are counted)
+
+
+def _regressed(n: int) -> str:
+    return f"{n} regressed case" + ("" if n == 1 else "s")
+
+
+def repair_title(pr: int, fixed: tuple[str, ...], regressed: tuple[str, ...]) -> str:
+    """ "sqlcanary: repair 3 of 15 regressed cases from #12": what the repair fixes, of what regressed."""
+    if len(fixed) == len(regressed):
+        return f"sqlcanary: repair {_regressed(len(fixed))} from #{pr}"
+    return f"sqlcanary: repair {len(fixed)} of {_regressed(len(regressed))} from #{pr}"
+
+
 def _message(pr: int, fixed: tuple[str, ...], files: dict[str, str]) -> str:
-    lines = [f"sqlcanary: repair regressions from #{pr}", ""]
-    lines += [f"- fixes {case}" for case in fixed[:20]]
+    """The repair commit's message: how many cases it fixes, the first SHOWN_FIXES by id, the KB files."""
+    lines = [f"sqlcanary: repair {_regressed(len(fixed))} from #{pr}", ""]
+    lines += [f"- fixes {case}" for case in fixed[:SHOWN_FIXES]]
+    if len(fixed) > SHOWN_FIXES:
+        lines.append(f"- and {len(fixed) - SHOWN_FIXES} more")
     lines += ["", "KB files: " + ", ".join(sorted(files))]
     return "\n".join(lines) + "\n"
 

@@ -1,4 +1,4 @@
-"""The legs of one pull request's check (validated by bot.github.artifact) as one CheckResult to publish.
+"""Mode `post`'s merge: the legs of one pull request's check (validated by bot.github.artifact) as one CheckResult.
 
 - Every leg must name the pull request and the head commit the trusted event names: an artifact cannot make the
   bot comment on another pull request or attach a check run to another commit.
@@ -18,9 +18,8 @@ from pathlib import Path
 from bot.base.errors import ResultFileError
 from bot.base.results import RunResult
 from bot.check.pipeline import CheckResult
-from bot.compare.causes import Cause
 from bot.compare.comparison import NO_BASELINE, Comparison, compare_head_only, compare_runs
-from bot.compare.diff import Hunk
+from bot.compare.diff import Cause, Hunk
 from bot.github.artifact import Leg
 from bot.github.leg_payload import PAYLOAD_FILE
 from bot.run.merge import merge_runs

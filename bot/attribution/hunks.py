@@ -8,7 +8,7 @@ lines edited are two changes), so a hunk that fixes one case and breaks another 
 be reverted in part. `ChangeSet.texts(reverted)` is every changed KB file as the head has it but for the
 reverted changes, which get the base's lines back.
 
-Only KB files count: those the config's `kb.paths` match and the repair loop may write (bot.repair.kb).
+Only KB files count: those the config's `kb.paths` match and the repair loop may write (bot.kb.files).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 from bot.base.results import FrozenModel
 from bot.compare.diff import MAX_HUNK_CHARS, FileDiff, Hunk
 from bot.config.model import Config
-from bot.repair.kb import MAX_FILE_BYTES, KBFiles
+from bot.kb.files import MAX_FILE_BYTES, KBFiles
 
 SIMILAR = 0.5  # two lines this alike (difflib ratio) are one line edited, not one removed and another added
 
@@ -256,7 +256,7 @@ def _refuse(why: str) -> str:
 
 
 def kb_changes(diff: Sequence[FileDiff], *, config: Config, base_root: Path, head_root: Path) -> ChangeSet:
-    """The changes of the KB files of `diff` (bot.check.trees.pr_diff between the two evaluated trees), their
+    """The changes of the KB files of `diff` (bot.check.diff.pr_diff between the two evaluated trees), their
     texts read from the base and head trees (each tree's root is the repository root of that side)."""
     kb = [f for f in diff if kb_relative(f.path, config, head_root) is not None]
     base: dict[str, str | None] = {}

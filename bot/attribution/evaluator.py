@@ -1,16 +1,20 @@
 """Runs cases on a private copy of the head's tree whose KB files have some of the pull request's changes reverted.
 
 The copy (the head tree's files, without `.git`, caches or sqlcanary's output) is made once; for each ask every
-changed KB file is written as the configuration wants it (bot.repair.hunks.ChangeSet.texts), so an ask never
+changed KB file is written as the configuration wants it (bot.attribution.hunks.ChangeSet.texts), so an ask never
 depends on the one before, and the user's files are never touched. The agent is the head run's (the config
 bot.config.trusted decided, with its paths moved into the copy), started for each ask as `sqlcanary run` starts
-it: sandboxed when it runs the pull request's code and sqlcanary is root (bot.repair.sandboxed), with only the
+it: sandboxed when it runs the pull request's code and sqlcanary is root (bot.run.sandboxed), with only the
 allow-listed environment, its answers masked. Answers go through the answer cache keyed by the agent and KB
-fingerprints of the copy, so a configuration asked before (in this check or an earlier one) costs no call.
+fingerprints of the copy, so a configuration asked before (in this check or an earlier one) costs no call. The
+agent is the pull request's: `agent.inputs` never narrows that key, which covers every file of the copy (the
+KB's through the KB fingerprint, as each ask writes them), as `sqlcanary run --side head` does.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -20,6 +24,8 @@ from typing import Any, Protocol
 
 from bot.agents import AgentContext
 from bot.agents.env import agent_environment
+from bot.attribution.delta import Status
+from bot.attribution.hunks import ChangeSet, kb_relative
 from bot.base.errors import ConfigError
 from bot.base.secrets import scrub
 from bot.base.settings import Settings
@@ -27,14 +33,18 @@ from bot.cases.model import Suite
 from bot.config.model import Config
 from bot.config.trusted import write_resolved
 from bot.db.provision import Server
-from bot.repair.attribution import Status
-from bot.repair.hunks import ChangeSet, kb_relative
-from bot.repair.kb import KBFiles, write_bytes_atomic
-from bot.repair.sandboxed import SandboxedAgent, start_agent
-from bot.repair.setup import default_run_options
+from bot.kb.files import KBFiles, write_bytes_atomic
 from bot.run.cache import AnswerCache
-from bot.run.fingerprint import AgentInputs, agent_fingerprint, kb_fingerprint, uses_answer_cache
+from bot.run.fingerprint import (
+    MAX_TREE_FILES,
+    AgentInputs,
+    agent_fingerprint,
+    kb_fingerprint,
+    uses_answer_cache,
+)
 from bot.run.runner import RunOptions, run_suite
+from bot.run.sandboxed import SandboxedAgent, start_agent
+from bot.run.setup import default_run_options
 
 # Never copied: git's data, sqlcanary's output and caches, Python's byte code.
 _NOT_COPIED = frozenset({".git", ".sqlcanary", "sqlcanary-results", "__pycache__"})
@@ -86,7 +96,7 @@ class AgentSetup:
 
 
 class TreeEvaluator:
-    """bot.repair.attribution.Evaluator on a copy of the head's tree. Use as a context manager (the copy is
+    """bot.attribution.delta.Evaluator on a copy of the head's tree. Use as a context manager (the copy is
     removed on the way out)."""
 
     def __init__(
@@ -113,6 +123,7 @@ class TreeEvaluator:
         self.agent_calls = 0
         self.cache_hits = 0
         self.runs = 0
+        self._copy_digest: str | None = None
         self.isolation: str | None = None  # the last ask's sandbox ("uid 61234"), None when none was needed
 
     # -- the copy ------------------------------------------------------------------------------------------
@@ -137,9 +148,32 @@ class TreeEvaluator:
             self.config = self._moved_config(self._config)
             self.agent = self._moved_agent(self._agent)
             self.kb = KBFiles(root=Path(self.config.base_dir), globs=tuple(self.config.kb.paths))
+            self._copy_digest = self._digest()
         except BaseException:
             self.close()
             raise
+
+    def _digest(self) -> str | None:
+        """Every file of the copy but its KB files (which each ask writes), by content; None when there are more
+        than MAX_TREE_FILES (the answers are then not cached)."""
+        h = hashlib.sha256(b"sqlcanary-revert-copy")
+        count = 0
+        for root, dirs, files in os.walk(self.tree):
+            dirs.sort()
+            for name in sorted(files):
+                path = Path(root) / name
+                rel = path.relative_to(self.tree).as_posix()
+                if kb_relative(rel, self.config, self.tree) is not None:
+                    continue
+                count += 1
+                if count > MAX_TREE_FILES:
+                    return None
+                try:
+                    data = b"<link>" + os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
+                except OSError:
+                    data = b"<unreadable>"
+                h.update(f"{rel}\0{hashlib.sha256(data).hexdigest()}\0".encode())
+        return h.hexdigest()[:16]
 
     @property
     def tree(self) -> Path:
@@ -240,10 +274,12 @@ class TreeEvaluator:
             a.base_dir,
             kb_fp,
             cwd=a.base_dir,
-            inputs=a.inputs,
+            inputs=replace(a.inputs, globs=()),  # its code alone: the copy's digest below covers the rest
             environ=settings.environ,
             exclude=self.suite.files,
         )
+        if agent_fp is not None:  # the pull request's agent may read any file of its tree
+            agent_fp = None if self._copy_digest is None else f"{agent_fp}-{self._copy_digest}"
         cached = (
             self.config.cache.answers and settings.answer_cache and uses_answer_cache(a.spec) and not a.remote
         )

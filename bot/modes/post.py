@@ -1,4 +1,4 @@
-"""`mode: post`: post the results other jobs uploaded as one sticky comment and one check run.
+"""Mode `post` (the default on workflow_run): what other jobs uploaded, as one sticky comment and one check run.
 
 Two uses, one input (`artifacts`: the folder actions/download-artifact wrote, one subfolder per uploading job):
 - `workflow_run` (the default mode there): a fork's or Dependabot's pull request evaluated with a read-only
@@ -17,32 +17,27 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from bot.base.errors import EXIT_OK, ConfigError, ResultFileError
 from bot.base.results import RunResult, write_json_atomic, write_run
-from bot.base.settings import Settings
 from bot.compare.comparison import Comparison
 from bot.github.artifact import Leg, read_artifacts
 from bot.github.client import get_repository
+from bot.github.context import ActionContext
 from bot.github.find_pr import find_pull_requests, skip_reason
 from bot.github.leg_payload import PAYLOAD_FILE
-from bot.github.post_merge import combine_legs
-from bot.github.publish import outputs_of_check
+from bot.github.publish import Publisher, outputs_of_check
 from bot.github.workflow import notice
-
-if TYPE_CHECKING:
-    from bot.github.context import ActionContext
-    from bot.github.publish import Publisher
+from bot.modes.leg_merge import combine_legs
+from bot.modes.step import Step
 
 
-def _artifacts(ctx: ActionContext, workdir: Path) -> Path:
-    if not ctx.inputs.artifacts:
+def _artifacts(artifacts: str | None, step: Step) -> Path:
+    if not artifacts:
         raise ConfigError(
             "input `artifacts`: `mode: post` needs the folder the check's artifacts were downloaded to"
         )
-    path = Path(ctx.inputs.artifacts)
-    return path if path.is_absolute() else workdir / path
+    return step.inside(artifacts)
 
 
 def _workflow_run_pr(ctx: ActionContext, publisher: Publisher, legs: list[Leg]) -> int | None:
@@ -67,10 +62,9 @@ def _workflow_run_pr(ctx: ActionContext, publisher: Publisher, legs: list[Leg]) 
     return claimed
 
 
-def post_step(
-    ctx: ActionContext, settings: Settings, publisher: Publisher, *, workdir: Path, out_dir: Path
-) -> int:
-    event, log = ctx.event, publisher.log
+def post(ctx: ActionContext, step: Step) -> int:
+    event, publisher, out_dir = ctx.event, step.publisher, step.out_dir
+    log = publisher.log
     if event.event_name == "workflow_run":
         assert event.workflow_run is not None
         why = skip_reason(event.workflow_run)
@@ -82,7 +76,8 @@ def post_step(
             "input `mode`: `post` runs on a workflow_run event (a fork's results) or on a pull_request event "
             "(the final job of a sharded check)"
         )
-    legs = read_artifacts(_artifacts(ctx, workdir))  # every file checked before any request
+    folder = _artifacts(ctx.inputs.artifacts, step)
+    legs = read_artifacts(folder)  # every file checked before any request
     if event.event_name == "workflow_run":
         legs = [leg for leg in legs if leg.payload.posted_by == "workflow_run"]
     if not legs:

@@ -8,7 +8,7 @@ itself is asked again, each configuration at most once (memoised here; the evalu
 the agent and KB fingerprints, makes a configuration asked in an earlier check free too). No `used` is needed:
 the answers are asked, not read.
 
-The evaluator (bot.repair.evaluator.TreeEvaluator, or a fake in tests) runs given cases with given changes
+The evaluator (bot.attribution.evaluator.TreeEvaluator, or a fake in tests) runs given cases with given changes
 reverted and counts the agent calls it made; `max_agent_calls` bounds them, and a case left when they are
 spent is "undecided".
 """
@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from typing import Literal, NamedTuple, Protocol
 
+from bot.attribution.hunks import Change, ChangeSet
 from bot.base.results import FrozenModel
-from bot.repair.hunks import Change, ChangeSet
 
 CaseVerdict = Literal["caused", "not_kb", "undecided"]
 NOT_KB = (

@@ -1,5 +1,5 @@
 """Which hunk broke it, in one call for a check: the KB changes of the diff, each regressed case's causal changes,
-and the verified partial revert (bot.repair.hunks, .attribution, .evaluator, .revert)."""
+and the verified partial revert (bot.attribution.hunks, .delta, .evaluator, .revert)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.attribution.delta import Attribution, Status, attribute
+from bot.attribution.evaluator import AgentLike, TreeEvaluator
+from bot.attribution.hunks import ChangeSet, kb_changes
+from bot.attribution.revert import RevertCandidate, partial_revert
 from bot.base.settings import Settings
 from bot.cases.model import Suite
 from bot.compare.diff import FileDiff
 from bot.config.model import Config
 from bot.db.provision import Server
-from bot.repair.attribution import Attribution, Status, attribute
-from bot.repair.evaluator import AgentLike, TreeEvaluator
-from bot.repair.hunks import ChangeSet, kb_changes
-from bot.repair.revert import RevertCandidate, partial_revert
 from bot.run.runner import RunOptions
 
 
@@ -37,48 +37,52 @@ class CausalFindings:
     sandbox: str | None  # how the agent ran ("uid 61234"), None when no sandbox was needed or possible
 
 
-def find_causes(
-    diff: Sequence[FileDiff],
-    *,
-    config: Config,
-    base_root: Path,
-    head_root: Path,
-    suite: Suite,
-    server: Server,
-    settings: Settings,
-    head: Mapping[str, str],
-    regressed: Collection[str],
-    agent: AgentLike | None = None,
-    run_options: RunOptions | None = None,
-    base_pass_rate: float | None = None,
-    max_agent_calls: int | None = 200,
-) -> CausalFindings:
-    """Attribute each `regressed` case to the KB changes of `diff` that broke it and verify their partial revert
-    on the whole suite (`head`: {case id: status at the head} of every case). Both trees must still exist; the
-    agent runs on a copy of `head_root`, removed before this returns."""
-    changes = kb_changes(diff, config=config, base_root=base_root, head_root=head_root)
+@dataclass(frozen=True)
+class CauseRequest:
+    """What attribution is asked: the pull request's `diff` between the two trees (both must still exist), the
+    head's config, suite and statuses (`head`: {case id: status at the head} of every case), and the cases that
+    regressed."""
+
+    diff: Sequence[FileDiff]
+    config: Config
+    base_root: Path
+    head_root: Path
+    suite: Suite
+    head: Mapping[str, str]
+    regressed: Collection[str]
+    agent: AgentLike | None = None  # the head run's agent (default: the config's)
+    run_options: RunOptions | None = None
+    base_pass_rate: float | None = None
+    max_agent_calls: int | None = 200
+
+
+def find_causes(req: CauseRequest, *, server: Server, settings: Settings) -> CausalFindings:
+    """Attribute each regressed case to the KB changes of the diff that broke it and verify their partial revert
+    on the whole suite. The agent runs on a copy of the head's tree, removed before this returns."""
+    changes = kb_changes(req.diff, config=req.config, base_root=req.base_root, head_root=req.head_root)
+    regressed, head = req.regressed, req.head
     if not changes.changes or not regressed:  # nothing to revert, nothing to ask: no copy of the tree either
         idle = _Idle()
         attribution = attribute(regressed, changes, idle)
         revert = partial_revert(
-            attribution, changes, idle, head=head, regressed=regressed, base_pass_rate=base_pass_rate
+            attribution, changes, idle, head=head, regressed=regressed, base_pass_rate=req.base_pass_rate
         )
         return CausalFindings(
             changes=changes, attribution=attribution, revert=revert, agent_calls=0, sandbox=None
         )
     with TreeEvaluator(
-        root=head_root,
+        root=req.head_root,
         changes=changes,
-        config=config,
-        suite=suite,
+        config=req.config,
+        suite=req.suite,
         server=server,
         settings=settings,
-        agent=agent,
-        run_options=run_options,
+        agent=req.agent,
+        run_options=req.run_options,
     ) as evaluator:
-        attribution = attribute(regressed, changes, evaluator, max_agent_calls=max_agent_calls)
+        attribution = attribute(regressed, changes, evaluator, max_agent_calls=req.max_agent_calls)
         revert = partial_revert(
-            attribution, changes, evaluator, head=head, regressed=regressed, base_pass_rate=base_pass_rate
+            attribution, changes, evaluator, head=head, regressed=regressed, base_pass_rate=req.base_pass_rate
         )
         return CausalFindings(
             changes=changes,

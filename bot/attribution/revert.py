@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Literal
 
+from bot.attribution.delta import Attribution, Evaluator, Status
+from bot.attribution.hunks import Change, ChangeSet
 from bot.base.results import Counts, FrozenModel
-from bot.repair.attribution import Attribution, Evaluator, Status
-from bot.repair.hunks import Change, ChangeSet
-from bot.repair.outcome import unified_diff
+from bot.compare.diff import unified_diff
 
 RevertVerdict = Literal[
     "restored",  # regressed at the head, passes with the revert

@@ -1,0 +1,102 @@
+"""The `sqlcanary run` that evaluates one tree, in a child process of its own.
+
+The child gets an allow-listed environment and the config the check decided for its side (for the head: the
+base's, but for its agent; bot.config.trusted), from a file only this user can read. The pull request's own agent
+code runs below it as a sandbox user when sqlcanary is root (bot.agents.sandbox), so it sees neither GITHUB_TOKEN,
+INPUT_*, the admin DSN nor an LLM key unless the base's config names the variable for it (`agent.env`, or
+`llm.api_key_env` for the built-in agent). What the child writes is read back as data and masked."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Literal
+
+import bot
+from bot.agents.env import agent_environment
+from bot.base.errors import EXIT_BUG, EXIT_INTERRUPTED, ConfigError
+from bot.base.results import RunResult, read_run, write_run
+from bot.base.secrets import redact_model
+from bot.base.settings import Settings
+from bot.check.sides import Side
+from bot.check.trees import Tree
+from bot.config.trusted import write_resolved
+from bot.db.provision import Server
+
+# `sqlcanary run` in a child process, importing this very sqlcanary (not a `bot/` the checked-out tree holds).
+_BOOT = "import sys; sys.path.insert(0, {root!r}); from bot.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def child_environment(settings: Settings, tree: Tree, server: Server) -> dict[str, str]:
+    """What the tree's `sqlcanary run` (and so the tree's agent) may see: the allow-list, the variables the
+    tree's config names, sqlcanary's own settings, and the database to use."""
+    config = tree.config
+    names = list(config.agent.env) if config.agent else []
+    spec = config.agent.spec if config.agent else ""
+    if spec.partition(":")[0].strip() == "llm":
+        names.append(config.llm.api_key_env)  # the built-in agent asks the model with this key
+    env = agent_environment(settings.environ, allow=tuple(names))
+    env.update({k: v for k, v in settings.environ.items() if k.startswith("SQLCANARY_")})
+    env["DATABASE_URL"] = server.admin_dsn
+    return env
+
+
+def evaluate_side(side: Side, server: Server, out: Path, settings: Settings) -> RunResult:
+    """`sqlcanary run` of the side's request in its tree, in a child process; its RunResult is written to `out`
+    and read back as data: validated, and masked of this process's secrets."""
+    tree = side.tree
+    code = _BOOT.format(root=str(Path(bot.__file__).resolve().parents[1]))
+    out.unlink(missing_ok=True)  # never mistake an earlier check's file for this run's
+    # The child loads exactly the config decided here (the head's is the base's but for its agent), from a file
+    # only this user can read: no file of the tree decides it, and a DSN in it never sits where the agent reads.
+    with tempfile.TemporaryDirectory(prefix="sqlcanary-config-") as private:
+        resolved = write_resolved(tree.config, Path(private) / f"{tree.label}.json")
+        # `--side head`: the pull request's agent, whose cached answers are keyed by its whole tree
+        label: Literal["base", "head"] = "head" if tree.label == "head" else "base"
+        child = replace(side.relative_run, out=str(out), config=str(resolved), side=label)
+        argv = [sys.executable, "-c", code, *child.run_argv()]
+        proc = subprocess.Popen(
+            argv,
+            cwd=tree.cwd,
+            env=child_environment(settings, tree, server),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+        )
+        try:
+            rc = proc.wait()
+        except BaseException:
+            _stop(proc)
+            raise
+    if rc == EXIT_INTERRUPTED:
+        raise KeyboardInterrupt
+    if rc not in (0, EXIT_BUG) or not out.is_file():
+        raise ConfigError(
+            f"evaluating the {tree.label} ({tree.describe()}) failed with exit code {rc}; "
+            "the error is printed above"
+        )
+    # The child never held this process's secrets (its environment is allow-listed), but its agent may have
+    # printed one it found: mask them in the run before anything keeps or shows it.
+    run = read_run(out)
+    if settings.secrets:
+        run = redact_model(run, settings.secrets)
+        write_run(out, run)
+    return run
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Let the child drop its databases: a Ctrl-C in the terminal reached it too, so give it a moment; then
+    SIGINT (we were stopped some other way); kill it only if it still does not stop."""
+    for signum, grace in ((None, 3), (signal.SIGINT, 15)):
+        if signum is not None:
+            proc.send_signal(signum)
+        try:
+            proc.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+    proc.kill()
+    proc.wait()
