@@ -80,6 +80,9 @@ def delta(value: float | None, digits: int = 1) -> str:
     return f"{points:+.{digits}f} pp"
 
 
+WORD_SLACK = 16  # characters a cut may give up to end at a word's edge
+
+
 def truncate_middle(value: Any, width: int = 80, marker: str = " … ") -> str:
     """Keep the start and the end of a long text (the end of SQL or of a reason often matters too)."""
     text = "" if value is None else str(value)
@@ -87,7 +90,14 @@ def truncate_middle(value: Any, width: int = 80, marker: str = " … ") -> str:
         return text
     keep = max(width - len(marker), 2)
     head = (keep + 1) // 2
-    return text[:head] + marker + text[len(text) - (keep - head) :]
+    start, end = text[:head], text[len(text) - (keep - head) :]
+    # At a word's edge when one is near (a cut word reads as a typo): the start ends before a word the cut
+    # would split, the end starts after one; never more than WORD_SLACK characters given up on either side.
+    if text[head : head + 1].strip() and " " in start[-WORD_SLACK:]:
+        start = start[: start.rindex(" ")]
+    if text[len(text) - len(end) - 1 : len(text) - len(end)].strip() and " " in end[:WORD_SLACK]:
+        end = end[end.index(" ") + 1 :]
+    return start.rstrip() + marker + end.lstrip()
 
 
 def one_line(value: Any) -> str:

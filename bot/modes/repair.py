@@ -30,7 +30,7 @@ from bot.github.repair_pr import RepairResult, close_repair, publish_repair
 from bot.kb.files import KBFiles, write_bytes_atomic
 from bot.repair.outcome import RepairOutcome
 from bot.report.repair_pr import render_repair_pr
-from bot.report.repair_view import RepairPRView, build_repair_pr_view
+from bot.report.repair_view import Rates, RepairPRView, build_repair_pr_view
 
 NO_LONGER = "the pull request no longer regresses"
 NONE_HOLDS = (
@@ -208,9 +208,7 @@ def _view(
     repaired_rate = used.repaired_pass_rate if used else (reverted.reverted_pass_rate if reverted else None)
     return build_repair_pr_view(
         pr_number=pr_number,
-        base_rate=rates[0],
-        head_rate=rates[1],
-        repaired_rate=repaired_rate,
+        rates=Rates(rates[0], rates[1], repaired_rate),
         token="repair_token" if ctx.inputs.repair_token else "github_token",
         outcome=used,
         revert=reverted,

@@ -6,6 +6,8 @@ from __future__ import annotations
 from bot.compare.comparison import TRANSITIONS, CaseChange, Comparison
 
 _LISTED = 20  # regressed / fixed / flaky ids printed before "... and N more"
+_CAUSES = 10  # causes printed (the comment and the report have all)
+_CAUSE_LINES = 6  # diff lines printed per cause
 _REASON = 160  # characters of a case's reason in the text summary (the JSON keeps all of it)
 
 
@@ -17,7 +19,7 @@ def _points(delta: float | None) -> str:
     return "" if delta is None else f" ({delta * 100:+.1f} points)"
 
 
-def _case_line(change: CaseChange) -> str:
+def _case_line(change: CaseChange, *, said: str = "") -> str:
     line = f"  {change.id}"
     if change.renamed_from:
         line += f" (renamed from {change.renamed_from}; {change.judged.replace('_', ' ')})"
@@ -25,13 +27,15 @@ def _case_line(change: CaseChange) -> str:
         line += f" [{change.base_passes}/{change.base_repeats} → {change.head_passes}/{change.head_repeats}"
         line += f", p={change.p_value:.3g}]" if change.p_value is not None else "]"
     reason = change.reason if len(change.reason) <= _REASON else change.reason[: _REASON - 1] + "…"
-    return f"{line}: {reason}" if reason else line
+    return f"{line}: {said}{reason}" if reason else line
 
 
-def _section(title: str, changes: list[CaseChange]) -> list[str]:
+def _section(title: str, changes: list[CaseChange], *, said: str = "") -> list[str]:
+    """The changes under `title`, each with its reason (`said` first: "failed before: " for a fixed case,
+    whose reason is the base's)."""
     if not changes:
         return []
-    lines = [f"\n{title} ({len(changes)}):", *(_case_line(c) for c in changes[:_LISTED])]
+    lines = [f"\n{title} ({len(changes)}):", *(_case_line(c, said=said) for c in changes[:_LISTED])]
     if len(changes) > _LISTED:
         lines.append(f"  ... and {len(changes) - _LISTED} more")
     return lines
@@ -59,7 +63,8 @@ def render_summary(comparison: Comparison) -> str:
             or "no cases",
         ]
         lines += _section("regressed", c.judged_as("regressed"))
-        lines += _section("fixed", c.judged_as("fixed"))
+        lines += _why(c)
+        lines += _section("fixed", c.judged_as("fixed"), said="failed before: ")
         lines += _section("flaky (labelled, not failed)", c.judged_as("flaky"))
         lines += _section("removed", c.of("removed"))
     if c.reasons:
@@ -70,3 +75,20 @@ def render_summary(comparison: Comparison) -> str:
     if c.warnings:
         lines += ["\nwarnings:", *(f"  - {w}" for w in c.warnings)]
     return "\n".join(lines)
+
+
+def _why(c: Comparison) -> list[str]:
+    """Each changed KB span the regressed answers used (bot.compare.causes), with its diff: what the comment's
+    "Why" section says, for the terminal."""
+    if not c.causes:
+        return []
+    lines = ["\nwhy (changed KB lines the regressed answers used):"]
+    for cause in c.causes[:_CAUSES]:
+        lines.append(f"  {cause.file} {cause.where}: {', '.join(cause.cases)}")
+        diff = [d for d in cause.diff.splitlines() if d.strip()]
+        lines += [f"    {d}" for d in diff[:_CAUSE_LINES]]
+        if len(diff) > _CAUSE_LINES:
+            lines.append(f"    ... and {len(diff) - _CAUSE_LINES} more line(s)")
+    if len(c.causes) > _CAUSES:
+        lines.append(f"  ... and {len(c.causes) - _CAUSES} more (comment.md and report.html have them all)")
+    return lines

@@ -1,6 +1,6 @@
 """The repair pull request's body (templates/repair_pr.md.j2): at most 65,536 characters, cut cleanly.
 
-    view = build_repair_pr_view(pr_number=12, base_rate=.92, head_rate=.8, repaired_rate=.92,
+    view = build_repair_pr_view(pr_number=12, rates=Rates(base=.92, head=.8, repaired=.92),
                                 token="github_token", outcome=outcome, revert=candidate)
     body = render_repair_pr(view)
     data = parse_repair_data(body)  # {"pass_rates": {...}, "cases": {...}, "fixed_by": ...}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from bot.base.results import LLMUsage
 from bot.base.textfilters import truncate_middle
@@ -181,12 +181,18 @@ def _fixed_by(outcome: OutcomeSource | None, revert: RevertSource | None) -> Fix
     return "none"
 
 
+class Rates(NamedTuple):
+    """The pass rates the body reports: base → head → repaired."""
+
+    base: float | None
+    head: float | None
+    repaired: float | None
+
+
 def build_repair_pr_view(
     *,
     pr_number: int,
-    base_rate: float | None,
-    head_rate: float | None,
-    repaired_rate: float | None,
+    rates: Rates,
     token: TokenKind,
     outcome: OutcomeSource | None = None,
     revert: RevertSource | None = None,
@@ -201,9 +207,9 @@ def build_repair_pr_view(
         pr_number=pr_number,
         fixed_by=fixed_by,
         token=token,
-        base_rate=base_rate,
-        head_rate=head_rate,
-        repaired_rate=repaired_rate,
+        base_rate=rates.base,
+        head_rate=rates.head,
+        repaired_rate=rates.repaired,
         llm=outcome.llm if outcome is not None and outcome.llm.calls else None,
         stopped=(outcome.stopped or "") if outcome is not None else "",
         note=note,

@@ -24,6 +24,7 @@ from bot.cases.model import Case, CompareOptions
 from bot.db.perturb import Clones, read_changes
 from bot.db.session import Outcome, Session
 from bot.run.evaluation import Evaluation
+from bot.run.perturb_relevance import relevant_first
 from bot.run.query_cases import as_compared, judge_pair
 from bot.scoring.execution import judge_results
 from bot.scoring.mutants import gold_mutants
@@ -172,7 +173,8 @@ class Copies:
                     difference = f"the prediction failed there: {pred.error}"
             finally:
                 s.rollback()
-            return _coincidental(i, self.changes(case.db, i), difference, chosen)
+            changes = relevant_first(self.changes(case.db, i), (gold_sql, pred_sql))
+            return _coincidental(i, changes, difference, chosen)
         return Verdict(
             scorer="perturbed",
             match=True,

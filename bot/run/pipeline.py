@@ -19,7 +19,7 @@ from bot.base.results import CaseResult, RunResult, read_run, write_run
 from bot.base.settings import Settings
 from bot.config.model import find_config
 from bot.run.request import RunRequest
-from bot.run.rerun import FirstFailure, RunInterrupted, Stopper, last_failed_request
+from bot.run.rerun import FirstFailure, RunInterrupted, Stopper, last_failed_request, merged_over
 from bot.run.runner import run_suite
 from bot.run.server import provision_server
 from bot.run.setup import choose_agent, run_options, suite_and_cases
@@ -47,8 +47,11 @@ def evaluate_request(
     req = req.anchored()
     config = find_config(req.config, req.suite, cwd=req.folder)
     out = Path(req.out or (str(config.path(config.out)) if config.out else req.folder / DEFAULT_OUT))
+    previous = (
+        None  # `--last-failed`: the run whose failing cases run again, and whose other results are kept
+    )
     if req.last_failed:
-        req = last_failed_request(req, out, say=say)
+        req, previous = last_failed_request(req, out, say=say)
     suite, cases = suite_and_cases(req, config)
     choice = choose_agent(req, config, cwd=str(req.folder))
     started = sandboxed_start(
@@ -74,11 +77,19 @@ def evaluate_request(
         except FirstFailure as exc:  # the runner wrote what was finished to `out` before it let go
             run, stopped = read_run(out), (stopper.first if stopper and stopper.first else exc.result)
         except KeyboardInterrupt as exc:
+            if previous is not None and out.is_file():  # what finished, over the previous run's results
+                write_run(out, merged_over(previous, read_run(out)))
             raise RunInterrupted(out) from exc
         finally:
             if shown is not None:
                 shown.close()
         run = with_llm_usage(run, agent, out, judge=opts.judge)
+    if previous is not None:
+        write_run(out, merged_over(previous, run))
+        say(
+            f"sqlcanary: --last-failed: {len(run.cases)} case(s) run again; {out} keeps the results of the "
+            f"other {len(previous.cases) - len(run.cases)} from the previous run"
+        )
     return Evaluated(run=run, out=out, stopped_at=stopped)
 
 

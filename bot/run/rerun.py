@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bot.base.results import CaseResult, read_run
+from bot.base.results import CaseResult, RunResult, read_run, summarize
 from bot.cases.model import Case
 from bot.run.request import RunRequest
 
@@ -43,21 +43,38 @@ class RunInterrupted(KeyboardInterrupt):
             return None
 
 
-def last_failed_request(req: RunRequest, out: Path, *, say: Say) -> RunRequest:
+def last_failed_request(req: RunRequest, out: Path, *, say: Say) -> tuple[RunRequest, RunResult | None]:
     """`req` narrowed to the cases that did not pass (failed, errored or invalid) in the RunResult at `out` (the
     run's `--out`, else the config's `out:`, else sqlcanary-results/run.json), within the user's own `--id`
-    selection. No such run, or nothing that failed in it: every selected case, said so (as pytest does)."""
+    selection, and that run (its results are kept: `merged_over`). No such run, or nothing that failed in it:
+    every selected case, said so (as pytest does), and no run to keep."""
     if not out.is_file():
         say(f"sqlcanary: --last-failed: no previous run at {out}: running every selected case")
-        return req
-    failing = [c.id for c in read_run(out).cases if c.status != "passed"]
+        return req, None
+    previous = read_run(out)
+    failing = [c.id for c in previous.cases if c.status != "passed"]
     if req.ids:
         failing = [i for i in failing if any(i == g or fnmatch.fnmatchcase(i, g) for g in req.ids)]
     if not failing:
         say(f"sqlcanary: --last-failed: no case failed in {out}: running every selected case")
-        return req
+        return req, None
     say(f"sqlcanary: --last-failed: {len(failing)} case(s) that did not pass in {out}")
-    return replace(req, ids=tuple(failing))
+    return replace(req, ids=tuple(failing)), previous
+
+
+def merged_over(previous: RunResult, latest: RunResult) -> RunResult:
+    """The previous run with each case `latest` ran again replaced by its new result (as pytest keeps the state of
+    every test, not only of those it re-ran): the file still covers the previous run's selection, and its summary
+    counts every case. The meta is the latest run's (agent, fingerprints, time), with the previous selection."""
+    again = {c.id: c for c in latest.cases}
+    kept = {c.id for c in previous.cases}
+    cases = tuple(again.get(c.id, c) for c in previous.cases) + tuple(
+        c for c in latest.cases if c.id not in kept
+    )
+    meta = latest.meta.model_copy(
+        update={"filters": previous.meta.filters, "complete": previous.meta.complete and latest.meta.complete}
+    )
+    return RunResult(meta=meta, summary=summarize(list(cases)), cases=cases)
 
 
 class Stopper:

@@ -117,6 +117,9 @@ def test_check_without_base_finds_a_master_branch(shop_repo, pg_dsn, tmp_path, c
     assert check(pg_dsn, tmp_path / "out") == 1  # the planted regression, found against master
     out = capfd.readouterr()
     assert "base master (" in out.out + out.err
+    # the terminal says why, as the comment does: the changed KB lines the regressed answers used, with the diff
+    why = out.out.split("why (changed KB lines the regressed answers used):\n", 1)[1]
+    assert why.startswith(f"  {SUITE}/kb/") and "\n    -" in why and "\n    +" in why
     assert read_run(tmp_path / "out" / "base.json").meta.git_sha == git(shop_repo, "rev-parse", "master")
     comparison = Comparison.model_validate_json((tmp_path / "out" / "comparison.json").read_text())
     assert {c.id for c in comparison.of("regressed")} == breaks()

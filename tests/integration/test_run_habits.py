@@ -125,8 +125,20 @@ def test_last_failed_reruns_what_did_not_pass_and_says_where_it_read_that(suite,
     assert run(suite, pg_dsn, out, "--lf") == EXIT_OK
     err = capsys.readouterr().err
     assert f"--last-failed: 1 case(s) that did not pass in {out}" in err
-    again = read_run(out)
-    assert [c.id for c in again.cases] == ["count"] and again.meta.filters == {"ids": ["count"]}
+    assert "--last-failed: 1 case(s) run again; " in err and "keeps the results of the other 2" in err
+    again = read_run(
+        out
+    )  # the whole run, the failing case's result the new one (as pytest keeps every state)
+    assert [c.id for c in again.cases] == ["names", "count", "cities"] and again.meta.filters == {}
+    assert (again.summary.total, again.summary.passed, again.summary.failed) == (3, 2, 1)
+    fixed = json.loads((suite.parent / "answers.json").read_text()) | {"count": CASES["count"]}
+    (suite.parent / "answers.json").write_text(json.dumps(fixed))
+    assert run(suite, pg_dsn, out, "--lf", "-q") == EXIT_OK
+    assert {c.id: c.status for c in read_run(out).cases} == {
+        "names": "passed",
+        "count": "passed",
+        "cities": "passed",
+    }
     fresh = tmp_path / "fresh.json"
     assert run(suite, pg_dsn, fresh, "--last-failed") == EXIT_OK
     assert f"no previous run at {fresh}: running every selected case" in capsys.readouterr().err

@@ -624,7 +624,7 @@ def test_cli_regressions_exit_1_and_name_the_cases(capsys, tmp_path):
     assert out.splitlines()[0] == "sqlcanary compare: REGRESSIONS"
     assert "pass rate 50.0% → 37.5% (-12.5 points)" in out
     assert "regressed (1):\n  regressed: 1 gold row(s) not matched" in out
-    assert "fixed (1):\n  fixed: base: 1 gold row(s)" in out
+    assert "fixed (1):\n  fixed: failed before: base: 1 gold row(s)" in out
     assert "regressed 1  fixed 1  became invalid 1" in out
     saved = Comparison.model_validate_json(out_file.read_text(encoding="utf-8"))
     assert saved.verdict == "regressions" and saved.counts["regressed"] == 1
@@ -706,7 +706,9 @@ def test_cli_renamed_cases_pass_and_are_shown(capsys):
     code, out, _ = run_cli(capsys, str(RUNS / "rename_base.json"), str(RUNS / "rename_head.json"))
     assert code == 0 and out.startswith("sqlcanary compare: PASS")
     assert "renamed 2" in out and "removed" not in out
-    assert "fixed (1):\n  commerce-gmv-total (renamed from gmv-total; fixed): column `sum`" in out
+    assert (
+        "fixed (1):\n  commerce-gmv-total (renamed from gmv-total; fixed): failed before: column `sum`" in out
+    )
 
 
 def test_cli_passed_to_invalid_exit_1_unless_allow_invalid(capsys):

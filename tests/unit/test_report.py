@@ -439,6 +439,10 @@ def test_filters() -> None:
     assert filters.delta(0.0) == "±0.0 pp" and filters.delta(None) == "n/a"
     assert filters.truncate_middle("abcdefghijklmnopqrstuvwxyz", 11) == "abcd … wxyz"
     assert len(filters.truncate_middle("x" * 500, 50)) == 50
+    # a cut through words ends and starts at a word's edge (a half word reads as a typo), never longer
+    reason = "coincidental: not on perturbed copy 2 (orders.amount = 100 on 5 rows): column `sum` differs"
+    cut = filters.truncate_middle(reason, 60)
+    assert cut == "coincidental: not on … rows): column `sum` differs" and len(cut) <= 60
     assert filters.md_code("a ``b`` c") == "```a ``b`` c```"
     assert filters.md_code("`x`") == "`` `x` ``"
     assert filters.md_code("a|b") == "`a\\|b`"

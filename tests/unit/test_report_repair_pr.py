@@ -25,7 +25,7 @@ from bot.report.repair_pr import (
     render_repair_pr,
     repair_marker,
 )
-from bot.report.repair_view import RepairPRView, build_repair_pr_view
+from bot.report.repair_view import Rates, RepairPRView, build_repair_pr_view
 from tests.unit.test_report import assert_golden, assert_inert
 
 DAU_DIFF = (
@@ -152,9 +152,7 @@ def llm_view(**kw: object) -> RepairPRView:
     assert isinstance(outcome, RepairOutcome)
     return build_repair_pr_view(
         pr_number=12,
-        base_rate=outcome.base_pass_rate,
-        head_rate=outcome.head_pass_rate,
-        repaired_rate=outcome.repaired_pass_rate,
+        rates=Rates(outcome.base_pass_rate, outcome.head_pass_rate, outcome.repaired_pass_rate),
         token="github_token",
         outcome=outcome,
         revert=revert_candidate(),
@@ -172,9 +170,7 @@ def test_revert_golden() -> None:
     candidate = revert_candidate()
     view = build_repair_pr_view(
         pr_number=7,
-        base_rate=candidate.base_pass_rate,
-        head_rate=candidate.head_pass_rate,
-        repaired_rate=candidate.reverted_pass_rate,
+        rates=Rates(candidate.base_pass_rate, candidate.head_pass_rate, candidate.reverted_pass_rate),
         token="repair_token",
         revert=candidate,
         note="No LLM is configured: the verified partial revert is the repair.",
@@ -251,7 +247,7 @@ def test_revert_is_labelled_and_offered_when_no_llm_edit_holds() -> None:
 def test_nothing_holds() -> None:
     outcome = llm_outcome().model_copy(update={"files_changed": (), "kb_diff": ""})
     view = build_repair_pr_view(
-        pr_number=3, base_rate=1.0, head_rate=0.5, repaired_rate=0.5, token="github_token", outcome=outcome
+        pr_number=3, rates=Rates(1.0, 0.5, 0.5), token="github_token", outcome=outcome
     )
     body = render_repair_pr(view)
     assert "**No verified repair for #3" in body and "No KB change holds." in body
