@@ -108,7 +108,17 @@ def commit_message(outcome) -> str:
     return "\n".join(lines) + "\n"
 
 
+# What a repair can do without an LLM, said when there is none (or it cannot be reached).
+OFFLINE = (
+    "Without a model: `llm.base_url: replay:FILE` answers from scripted replies; `--no-repair` evaluates and "
+    "reports the suite; and `sqlcanary check --attribute-calls N` finds which KB change broke each regressed "
+    "case by reverting it and asking the agent again, and verifies the partial revert (what the Action's repair "
+    "pull request falls back to)"
+)
+
+
 def main(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.llm.errors import LLMUnavailable
     from bot.repair.dryrun import dry_run_text
     from bot.repair.report import console_summary, render_report
     from bot.repair.request import RepairRequest, run_repair
@@ -142,7 +152,10 @@ def main(args: argparse.Namespace, settings: Settings) -> int:
     if not args.quiet:
         failing = sum(c.status == "failed" for c in run.cases)
         print(f"sqlcanary: repairing {failing} failing case(s) of {suite.name}", file=sys.stderr)
-    outcome = run_repair(req, settings)
+    try:
+        outcome = run_repair(req, settings)
+    except LLMUnavailable as exc:
+        raise LLMUnavailable(f"{exc}. {OFFLINE}") from None
     out = Path(args.out or DEFAULT_OUT)
     write_json_atomic(out / "outcome.json", outcome.model_dump_json(indent=2) + "\n")
     write_json_atomic(out / "kb.diff", outcome.kb_diff)

@@ -108,6 +108,20 @@ def do_repair(root: Path, run: RunResult, pg_server, llm: LLMClient, **kw):
     return repair(req, server=pg_server, client=llm)
 
 
+def test_cli_without_a_model_says_what_it_can_do_offline(shop, pg_dsn, tmp_path, monkeypatch, capsys):
+    root, run = shop
+    monkeypatch.setenv("SQLCANARY_LLM_BASE_URL", "")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    run_file = tmp_path / "run.json"
+    run_file.write_text(run.model_dump_json())
+    argv = ["repair", str(run_file), "--config", str(root / "sqlcanary.yml"), "--dsn", pg_dsn, "-q"]
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "no API key: set the environment variable OPENAI_API_KEY" in err
+    assert "replay:FILE" in err and "--no-repair" in err and "check --attribute-calls N" in err
+    assert main([*argv, "--out", str(tmp_path / "eval"), "--no-repair"]) == 0  # what it offers does run
+
+
 def test_cli_repairs_the_case_keeps_the_suite_green_and_commits(shop, pg_dsn, tmp_path, monkeypatch):
     root, run = shop
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
