@@ -39,6 +39,7 @@ from bot.run.fingerprint import (
     MAX_TREE_FILES,
     AgentInputs,
     agent_fingerprint,
+    file_digest,
     kb_fingerprint,
     uses_answer_cache,
 )
@@ -154,26 +155,36 @@ class TreeEvaluator:
             raise
 
     def _digest(self) -> str | None:
-        """Every file of the copy but its KB files (which each ask writes), by content; None when there are more
-        than MAX_TREE_FILES (the answers are then not cached)."""
+        """Every file of the copy but its KB files (which each ask writes), by content, a link by its target
+        (never followed); None when there are more than MAX_TREE_FILES (the answers are then not cached)."""
+        folder = Path(self.config.base_dir).resolve()
         h = hashlib.sha256(b"sqlcanary-revert-copy")
         count = 0
         for root, dirs, files in os.walk(self.tree):
             dirs.sort()
             for name in sorted(files):
                 path = Path(root) / name
-                rel = path.relative_to(self.tree).as_posix()
-                if kb_relative(rel, self.config, self.tree) is not None:
+                if self._is_kb(path, folder):
                     continue
                 count += 1
                 if count > MAX_TREE_FILES:
                     return None
                 try:
-                    data = b"<link>" + os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
+                    digest = os.readlink(path).encode() if path.is_symlink() else file_digest(path)
                 except OSError:
-                    data = b"<unreadable>"
-                h.update(f"{rel}\0{hashlib.sha256(data).hexdigest()}\0".encode())
+                    digest = b"<unreadable>"
+                h.update(f"{path.relative_to(self.tree).as_posix()}\0{digest.hex()}\0".encode())
         return h.hexdigest()[:16]
+
+    def _is_kb(self, path: Path, folder: Path) -> bool:
+        """A KB file of the copy (bot.attribution.hunks.kb_relative's rule, with the copy's one KBFiles)."""
+        if not self.config.kb.paths:
+            return False
+        try:
+            rel = path.resolve().relative_to(folder).as_posix()
+        except ValueError:
+            return False
+        return self.kb.allowed(rel) is None
 
     @property
     def tree(self) -> Path:

@@ -79,7 +79,7 @@ class Side:
     @cached_property
     def roots(self) -> tuple[str, ...]:
         """The folders an answer's `used` paths may be relative to (bot.check.trees.suite_roots)."""
-        return suite_roots(self.request, self.tree, self.repo)
+        return suite_roots(self.run, self.tree)
 
     def gold(self) -> dict[str, tuple[str, ...]]:
         """{case id: gold SQL alternatives}, for the reports; {} when the suite cannot be read (the side's run

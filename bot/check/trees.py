@@ -130,11 +130,11 @@ def _moved_suite(req: RunRequest, head: Tree, config: Config) -> str | None:
     return None
 
 
-def suite_roots(req: RunRequest, tree: Tree, repo: Path) -> tuple[str, ...]:
+def suite_roots(run: RunRequest, tree: Tree) -> tuple[str, ...]:
     """The folders, relative to the repository root, that an answer's `used` paths may be relative to: the
-    suite's folder, then the config file's."""
+    suite's folder, then the config file's. `run` is the request moved into the tree (absolute paths)."""
     roots: list[str] = []
-    suite = tree_request(req, tree, repo, relative=False).suite
+    suite = run.suite
     candidates = [Path(suite) if suite else None, tree.config_file]
     for path in candidates:
         if path is None:

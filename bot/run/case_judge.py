@@ -31,6 +31,10 @@ def _combine_alternatives(evs: list[Evaluation]) -> Evaluation:
     return evs[0]
 
 
+# `--llm-judge`: an LLM's opinion on whether a failing prediction is equivalent (a diagnostic, never deciding).
+JudgeFn = Callable[[Case, str], Verdict]
+
+
 @dataclass(frozen=True)
 class JudgeTools:
     """What judging an answer uses besides the case and its session: the scratch databases (statements that
@@ -40,7 +44,7 @@ class JudgeTools:
 
     scratch: ScratchFactory | None
     structural: bool = False
-    llm_judge: Callable[[Case, str], Verdict] | None = None
+    llm_judge: JudgeFn | None = None
     schemas: dict[str, Any] = field(default_factory=dict)
     copies: Copies | None = None
 

@@ -41,7 +41,8 @@ def _short(h: Any) -> str:
     return str(h.hexdigest()[:16])
 
 
-def _file_digest(path: Path) -> bytes:
+def file_digest(path: Path) -> bytes:
+    """The SHA-256 of a file's content, read a MiB at a time."""
     h = hashlib.sha256()
     with path.open("rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
@@ -154,7 +155,7 @@ def _globbed(base: Path, patterns: tuple[str, ...]) -> list[tuple[str, Path]]:
 
 def _file_id(path: Path) -> str:
     try:
-        return _file_digest(path).hex()
+        return file_digest(path).hex()
     except OSError:
         return "<missing>"
 

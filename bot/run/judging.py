@@ -6,20 +6,16 @@ from __future__ import annotations
 import sys
 import threading
 import traceback
-from collections.abc import Callable
 
 from bot.agents.base import Answer
-from bot.base.results import Verdict
 from bot.cases.model import Case, CompareOptions
 from bot.db.provision import Server
 from bot.db.scratch import scratch_factory
 from bot.db.session import ConnectionLost, Session
 from bot.db.templates import Database
-from bot.run.case_judge import JudgeTools, judge_answer
+from bot.run.case_judge import JudgeFn, JudgeTools, judge_answer
 from bot.run.evaluation import Evaluation
 from bot.run.perturbed import Copies
-
-LLMJudge = Callable[[Case, str], Verdict]
 
 
 class Workers:
@@ -62,7 +58,7 @@ class Judge:
         timeout_ms: int,
         row_cap: int,
         structural: bool,
-        llm_judge: LLMJudge | None,
+        llm_judge: JudgeFn | None,
         perturb: int | None,
     ) -> None:
         self.perturb = perturb

@@ -19,7 +19,6 @@ from bot.base.results import (
     CaseResult,
     RunMeta,
     RunResult,
-    Verdict,
     summarize,
     write_run,
 )
@@ -28,6 +27,7 @@ from bot.db.provision import Server
 from bot.db.session import ConnectionLost
 from bot.db.templates import working_databases
 from bot.run.cache import AnswerCache, AnswerSource
+from bot.run.case_judge import JudgeFn
 from bot.run.case_results import case_result, combine_attempts, judge_hash
 from bot.run.judging import Judge
 from bot.run.perturb_setup import copies_wanted, perturbed_copies
@@ -45,7 +45,7 @@ class RunOptions:
     row_cap: int | None = None
     structural: bool = False
     # `--llm-judge`: an LLM's opinion on structural equivalence for failing cases (a diagnostic, never deciding).
-    judge: Callable[[Case, str], Verdict] | None = None
+    judge: JudgeFn | None = None
     out: Path | None = None
     filters: dict = field(default_factory=dict)
     repeats: int = 1  # `--repeat K`: answers per case
