@@ -23,7 +23,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("compare", "compare", "which cases a change broke or fixed: compare a base and a head run"),
     ("check", "check", "the local PR check: evaluate base and head commits and compare them"),
     ("merge", "merge", "join the RunResults of `run --shard I/N` jobs into one"),
-    ("sweep", "sweep", "a sweep over settings: `plan` its matrix, `report` one table of the settings' runs"),
+    ("sweep", "sweep", "a sweep over settings: `run` it here, `plan` its matrix, `report` one table"),
     ("report", "report", "render a run, or the change from a base run: md, summary, html, junit, json"),
     ("show", "show", "one case or a few of a saved run in the terminal: why it fails, gold, prediction diff"),
     ("repair", "repair", "ask an LLM for KB edits that fix failing cases; keep the proven ones"),

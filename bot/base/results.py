@@ -102,6 +102,16 @@ class CaseResult(FrozenModel):
     # suite's limits): a case whose judge_hash changed is edited too, so a check also judges the head's answer by
     # the base's version (bot.compare.transitions.is_edited). None in runs written before it existed.
     judge_hash: str | None = None
+    # The case's gold SQL, recorded for a case that did not pass so that reports of the run alone show it beside
+    # the prediction. Not written when empty (passed cases, runs from before it existed).
+    gold_sql: tuple[str, ...] = ()
+
+    @model_serializer(mode="wrap")
+    def _without_empty_gold(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and not data.get("gold_sql"):
+            data.pop("gold_sql", None)
+        return data
 
     @property
     def passes(self) -> int:

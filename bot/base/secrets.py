@@ -13,7 +13,9 @@ Masking covers a secret's encoded forms too (`secret_forms`): base64 (standard a
 the characters it contributes at any of the three alignments inside a longer base64 text, as `user:token` is in a
 Basic auth header), percent-encoding (`quote`, `quote_plus`, lower-case escapes) and hex. A derived form shorter
 than MIN_ENCODED_LEN is not masked: a few base64 characters occur by chance. `redact_model` masks every string
-a result model holds (a run read back from a child, a comparison before it is written)."""
+a result model holds (a run read back from a child, a comparison before it is written); `scrub_rendered` masks a
+rendered report, where a template may have escaped a secret (`ghp_x` is `ghp\\_x` in Markdown, `a&b` is
+`a&amp;b` in HTML) and so looks for the escaped forms too."""
 
 from __future__ import annotations
 
@@ -166,3 +168,26 @@ def redact_model(model: M, secrets: Sequence[str]) -> M:
 
 def json_form(secret: str) -> str:
     return json.dumps(secret)[1:-1]
+
+
+_MD_PUNCT = re.compile(r"([\\`*_\[\]|~])")
+
+
+def _escaped_forms(secret: str) -> set[str]:
+    """How a secret may look in rendered text: as is, JSON-escaped, HTML/XML-escaped (markupsafe's and the
+    filters' spellings) and Markdown-escaped."""
+    html = secret.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    quoted = {
+        html.replace('"', "&#34;").replace("'", "&#39;"),
+        html.replace('"', "&quot;").replace("'", "&#x27;"),
+    }
+    markdown = {_MD_PUNCT.sub(r"\\\1", form) for form in (secret, html)}
+    return {secret, json_form(secret), html, *quoted, *markdown}
+
+
+def scrub_rendered(text: str, secrets: Sequence[str]) -> str:
+    """The final text of a report with every secret masked, in any of its encoded and escaped forms."""
+    forms = secret_forms(secrets)
+    if not forms or not text:
+        return text
+    return mask_forms(text, sorted({e for f in forms for e in _escaped_forms(f)}, key=len, reverse=True))

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.base.git import git_sha, toplevel
-from bot.base.results import EVALUATOR_VERSION, RunResult, write_run
+from bot.base.resultfiles import ResultFiles
+from bot.base.results import EVALUATOR_VERSION, RunResult
 from bot.base.settings import Settings
 from bot.check.child import evaluate_side
 from bot.check.request import CheckRequest
@@ -95,8 +96,7 @@ def evaluate_base(
         cached = None
     if key and cached is not None:
         say(f"base {tree.describe()}: reusing the cached run {cache.path(key.key)}")
-        write_run(out, cached)
-        return cached, True
+        return ResultFiles(out.parent, settings.secrets).model(out.name, cached), True
     say(f"base {tree.describe()}: evaluating" + ("" if tree.working else " in a temporary worktree"))
     run = evaluate_side(side, server, out, settings)
     if run.meta.cache_hits:

@@ -19,8 +19,8 @@ from typing import Literal
 import bot
 from bot.agents.env import agent_environment
 from bot.base.errors import EXIT_BUG, EXIT_INTERRUPTED, ConfigError
-from bot.base.results import RunResult, read_run, write_run
-from bot.base.secrets import redact_model
+from bot.base.resultfiles import ResultFiles
+from bot.base.results import RunResult, read_run
 from bot.base.settings import Settings
 from bot.check.sides import Side
 from bot.check.trees import Tree
@@ -53,6 +53,7 @@ def evaluate_side(side: Side, server: Server, out: Path, settings: Settings) -> 
     out.unlink(missing_ok=True)  # never mistake an earlier check's file for this run's
     # The child loads exactly the config decided here (the head's is the base's but for its agent), from a file
     # only this user can read: no file of the tree decides it, and a DSN in it never sits where the agent reads.
+    env = child_environment(settings, tree, server)
     with tempfile.TemporaryDirectory(prefix="sqlcanary-config-") as private:
         resolved = write_resolved(tree.config, Path(private) / f"{tree.label}.json")
         # `--side head`: the pull request's agent, whose cached answers are keyed by its whole tree
@@ -62,7 +63,7 @@ def evaluate_side(side: Side, server: Server, out: Path, settings: Settings) -> 
         proc = subprocess.Popen(
             argv,
             cwd=tree.cwd,
-            env=child_environment(settings, tree, server),
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
         )
@@ -79,12 +80,8 @@ def evaluate_side(side: Side, server: Server, out: Path, settings: Settings) -> 
             "the error is printed above"
         )
     # The child never held this process's secrets (its environment is allow-listed), but its agent may have
-    # printed one it found: mask them in the run before anything keeps or shows it.
-    run = read_run(out)
-    if settings.secrets:
-        run = redact_model(run, settings.secrets)
-        write_run(out, run)
-    return run
+    # printed one it found: the run is written again, masked, before anything keeps or shows it.
+    return ResultFiles(out.parent, settings.secrets).model(out.name, read_run(out))
 
 
 def _stop(proc: subprocess.Popen) -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from bot.attribution.causal import CausalFindings, CauseRequest, causal_notes, find_causes
 from bot.base.errors import EXIT_BUG, ConfigError, SqlcanaryError
-from bot.base.results import RunResult, write_json_atomic
-from bot.base.secrets import redact_model
+from bot.base.resultfiles import ResultFiles
+from bot.base.results import RunResult
 from bot.base.settings import Settings
 from bot.check.base_run import evaluate_base
 from bot.check.base_run import run_baseline as run_baseline  # the Action's baseline mode imports it from here
@@ -75,32 +75,33 @@ def write_reports(
     *,
     secrets: tuple[str, ...],
     comment: bool = True,
-) -> tuple[str, ...]:
+) -> tuple[Comparison, tuple[str, ...]]:
     """comparison.json, the sticky comment and the HTML report (causes and latency both) beside the runs
-    (base.json, head.json) already in `out_dir`."""
+    (base.json, head.json) already in `out_dir`, each masked of `secrets` as it is written (bot.base.resultfiles);
+    the comparison as written, and the names of the files. The reports are rendered from the masked comparison
+    and runs (the runs were masked as they were written: bot.check.child)."""
     from bot.report.render import render
 
-    write_json_atomic(out_dir / "comparison.json", comparison.model_dump_json(indent=2) + "\n")
+    files = ResultFiles(out_dir, secrets)
+    comparison = files.model("comparison.json", comparison)
+    names = (*(["base.json"] if base else []), "head.json", "comparison.json")
     if not comment:
-        return (*(["base.json"] if base else []), "head.json", "comparison.json")
-    write_json_atomic(out_dir / "comment.md", render("md", comparison, head=head, base=base, secrets=secrets))
-    html = render("html", comparison, head=head, base=base, secrets=secrets)
-    write_json_atomic(out_dir / "report.html", html)
-    return (*(["base.json"] if base else []), "head.json", "comparison.json", "comment.md", "report.html")
+        return comparison, names
+    markdown = render("md", comparison, head=head, base=base)
+    html = render("html", comparison, head=head, base=base)
+    files.text("comment.md", markdown)
+    files.text("report.html", html)
+    return comparison, (*names, "comment.md", "report.html")
 
 
-def _explained(
-    comparison: Comparison,
-    diff: tuple[FileDiff, ...],
-    *,
-    roots: tuple[str, ...],
-    gold: dict[str, tuple[str, ...]],
-    linked: bool,
-) -> Comparison:
-    if linked:
-        return explain_comparison(comparison, diff, roots=roots, gold=gold)
-    cases = tuple(c.model_copy(update={"gold_sql": gold.get(c.id, c.gold_sql)}) for c in comparison.cases)
-    return comparison.model_copy(update={"cases": cases})
+@dataclass(frozen=True)
+class _Runs:
+    """Both sides evaluated: the base's run (None without a baseline), the head's, and {case id: status} of the
+    head's answers to the cases it edited, judged by the base's version of each case."""
+
+    base: RunResult | None
+    head: RunResult
+    edited_by_base: dict[str, str]
 
 
 def run_check(req: CheckRequest, settings: Settings, *, say: Say = lambda _: None) -> CheckResult:
@@ -111,30 +112,45 @@ def run_check(req: CheckRequest, settings: Settings, *, say: Say = lambda _: Non
     with ExitStack() as stack:
         plan = plan_check(req, settings, stack, out_dir=out_dir, say=say)
         server = provision_server(req.run.dsn, plan.head.config, plan.settings, req.run.postgres)
-        base_run = _evaluate_base(plan, server, use_cache=not req.no_base_cache, say=say)
-        head_run = _evaluate_head(plan, server, say)
+        runs = _evaluate(plan, server, use_cache=not req.no_base_cache, say=say)
         # While the head tree exists: the diff the regressions are linked to and the gold SQL the reports show.
-        diff = _diff(plan) if base_run is not None else ()
-        gold = plan.head.gold()
-        comparison = _compare(req, plan, base_run, head_run, server, say)
+        diff = _diff(plan) if runs.base is not None else ()
+        comparison = _compare(req, plan, runs, diff)
         found = None
-        if base_run is not None and req.attribute_calls and comparison.judged_as("regressed"):
-            found = _attribute(plan, comparison, diff, server, head_run, req.attribute_calls, say)
-    comparison = _finished(plan, comparison, found, diff, gold, linked=base_run is not None)
-    files = write_reports(
-        comparison, base_run, head_run, out_dir, secrets=plan.settings.secrets, comment=req.write_comment
+        if runs.base is not None and req.attribute_calls and comparison.judged_as("regressed"):
+            found = _attribute(plan, comparison, diff, server, runs.head, req.attribute_calls, say)
+    if found is not None:
+        comparison = comparison.model_copy(update={"warnings": (*comparison.warnings, *causal_notes(found))})
+    comparison, files = write_reports(
+        comparison, runs.base, runs.head, out_dir, secrets=plan.settings.secrets, comment=req.write_comment
     )
     return CheckResult(
         head_config=plan.head.config,
         found=found,
-        base=base_run,
-        head=head_run,
+        base=runs.base,
+        head=runs.head,
         comparison=comparison,
         out_dir=out_dir,
         files=files,
         base_sha=plan.base_sha,
         head_sha=plan.head.tree.sha,
     )
+
+
+def _evaluate(plan: CheckPlan, server: Server, *, use_cache: bool, say: Say) -> _Runs:
+    """The base's run (from the cache when it may be), the head's, then the head's answers to the cases it edited
+    judged by the base's version of each."""
+    base = _evaluate_base(plan, server, use_cache=use_cache, say=say)
+    head = plan.head
+    say(f"head {head.describe()}: evaluating" + ("" if head.tree.working else " in a temporary worktree"))
+    head_run = evaluate_side(head, server, plan.out_dir / "head.json", plan.settings)
+    if head_run.meta.cache_hits:
+        say(f"head {head.describe()}: {cache_line(head_run.meta)}")
+    if head_run.meta.sandbox:
+        say(f"the head's agent ran with sandbox: {head_run.meta.sandbox}")
+    if base is None or plan.base is None:
+        return _Runs(base, head_run, {})
+    return _Runs(base, head_run, _judged_by_base(plan.base, head_run, base, server, plan, say))
 
 
 def _evaluate_base(plan: CheckPlan, server: Server, *, use_cache: bool, say: Say) -> RunResult | None:
@@ -150,62 +166,32 @@ def _evaluate_base(plan: CheckPlan, server: Server, *, use_cache: bool, say: Say
     return run
 
 
-def _evaluate_head(plan: CheckPlan, server: Server, say: Say) -> RunResult:
-    head = plan.head
-    say(f"head {head.describe()}: evaluating" + ("" if head.tree.working else " in a temporary worktree"))
-    run = evaluate_side(head, server, plan.out_dir / "head.json", plan.settings)
-    if run.meta.cache_hits:
-        say(f"head {head.describe()}: {cache_line(run.meta)}")
-    if run.meta.sandbox:
-        say(f"the head's agent ran with sandbox: {run.meta.sandbox}")
-    return run
-
-
 def _diff(plan: CheckPlan) -> tuple[FileDiff, ...]:
     head = plan.head.tree
     head_sha = None if head.working else head.sha
     return pr_diff(plan.repo, plan.base_sha, head_sha, environ=plan.settings.environ)
 
 
-def _compare(
-    req: CheckRequest,
-    plan: CheckPlan,
-    base_run: RunResult | None,
-    head_run: RunResult,
-    server: Server,
-    say: Say,
-) -> Comparison:
-    """The head's run against the base's under the base's gate: the head's config is the base's
-    (bot.config.trusted), so a change cannot loosen the rules it is judged by. Without a base config, the head's
-    own gate alone decides."""
+def _compare(req: CheckRequest, plan: CheckPlan, runs: _Runs, diff: tuple[FileDiff, ...]) -> Comparison:
+    """The head's run against the base's under the base's gate (the head's config is the base's:
+    bot.config.trusted, so a change cannot loosen the rules it is judged by; without a base config, the head's
+    own gate alone decides), its regressions linked to `diff`, with each case's gold SQL and the head's notes.
+    These come from the trees, not from the masked runs: write_reports masks the comparison as it writes it."""
+    gold = plan.head.gold()
     gate = resolve_gate(plan.head.config.gate, req.gate)
-    if base_run is None or plan.base is None:
-        return compare_head_only(head_run, gate=gate, reason=NO_BASELINE)
-    cross = _judged_by_base(plan.base, head_run, base_run, server, plan, say)
-    return compare_runs(base_run, head_run, gate=gate, force=req.force, edited_against_base=cross)
-
-
-def _finished(
-    plan: CheckPlan,
-    comparison: Comparison,
-    found: CausalFindings | None,
-    diff: tuple[FileDiff, ...],
-    gold: dict[str, tuple[str, ...]],
-    *,
-    linked: bool,
-) -> Comparison:
-    """The comparison with its causes, the gold SQL, the attribution's and the head's notes, masked."""
-    comparison = _explained(comparison, diff, roots=plan.head.roots, gold=gold, linked=linked)
-    if found is not None:
-        comparison = comparison.model_copy(update={"warnings": (*comparison.warnings, *causal_notes(found))})
+    if runs.base is None:
+        comparison = compare_head_only(runs.head, gate=gate, reason=NO_BASELINE)
+        cases = tuple(c.model_copy(update={"gold_sql": gold.get(c.id, c.gold_sql)}) for c in comparison.cases)
+        comparison = comparison.model_copy(update={"cases": cases})
+    else:
+        comparison = compare_runs(
+            runs.base, runs.head, gate=gate, force=req.force, edited_against_base=runs.edited_by_base
+        )
+        comparison = explain_comparison(comparison, diff, roots=plan.head.roots, gold=gold)
     notes = plan.head.tree.notes
-    if notes:
-        comparison = comparison.model_copy(update={"warnings": (*notes, *comparison.warnings)})
-    if (
-        plan.settings.secrets
-    ):  # the diff and the suite's gold SQL come from the trees, not from the masked runs
-        comparison = redact_model(comparison, plan.settings.secrets)
-    return comparison
+    if not notes:
+        return comparison
+    return comparison.model_copy(update={"warnings": (*notes, *comparison.warnings)})
 
 
 def _attribute(

@@ -15,12 +15,12 @@ from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
 
-from bot.base.errors import ConfigError, SqlcanaryError
+from bot.base.errors import SqlcanaryError
 from bot.base.git import committed_under, default_base_ref, git_sha, resolve_commit, toplevel, worktree
 from bot.base.settings import ENV_CACHE_DIR, Settings
 from bot.cases.model import Case, Suite
 from bot.check.request import CheckRequest
-from bot.check.trees import Tree, base_tree, decide_head, open_tree, suite_roots, tree_request
+from bot.check.trees import Roots, Tree, open_trees, suite_roots, tree_request
 from bot.config.model import Config
 from bot.run.request import RunRequest
 from bot.run.setup import AgentChoice, choose_agent, suite_and_cases
@@ -109,22 +109,21 @@ class CheckPlan:
 
 @dataclass(frozen=True)
 class Checkout:
-    """The commits a check compares, checked out: everything git has to say before any tree is read."""
+    """The commits a check compares, checked out, and the settings to evaluate them with: everything git has to
+    say before any tree is read."""
 
-    repo: Path
     base_ref: str
-    base_sha: str
-    base_root: Path
-    head_sha: str | None
-    head_root: Path
-    working: bool  # the head is the working tree as it is
-    planted: tuple[str, ...]  # files a commit put under the cache folder (see _unplanted)
+    roots: Roots
+    settings: Settings  # with a fresh cache when a commit planted files in the cache folder
+    notes: tuple[str, ...]  # why the cache is fresh
 
 
 def check_out(req: CheckRequest, settings: Settings, stack: ExitStack) -> Checkout:
     """The base commit (`req.base`, else the default branch) and the head (`req.head`, else the working tree),
     each a temporary worktree entered on `stack`. git gets the allow-listed environment only
-    (bot.base.childenv)."""
+    (bot.base.childenv). When git tracks a file under the cache folder, or the head commit holds one, no file
+    there is read (a committed `runs/<key>.json` or answer would otherwise decide the verdict): the check runs
+    with a fresh, empty cache instead, and says so."""
     env = settings.environ
     repo = toplevel(req.run.folder, environ=env)
     base_ref = req.base or default_base_ref(repo, settings.base_branch, environ=env)
@@ -137,16 +136,16 @@ def check_out(req: CheckRequest, settings: Settings, stack: ExitStack) -> Checko
     revs = ("HEAD", head_sha) if req.head and head_sha else ("HEAD",)
     planted = committed_under(repo, settings.cache_dir, revs, environ=env)
     base_root = stack.enter_context(worktree(repo, base_sha, label="base", environ=env))
-    return Checkout(
-        repo=repo,
-        base_ref=base_ref,
-        base_sha=base_sha,
-        base_root=base_root,
-        head_sha=head_sha,
-        head_root=head_root,
-        working=not req.head,
-        planted=tuple(planted),
+    roots = Roots(repo, base_root, base_sha, head_root, head_sha, working=not req.head)
+    if not planted:
+        return Checkout(base_ref, roots, settings, ())
+    fresh = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sqlcanary-cache-")))
+    fresh_env = MappingProxyType({**env, ENV_CACHE_DIR: str(fresh)})
+    note = (
+        f"the cache folder holds {len(planted)} file(s) a commit put there (`{planted[0]}`): no file there is "
+        "read, and this check ran without a cache"
     )
+    return Checkout(base_ref, roots, replace(settings, cache_dir=fresh, environ=fresh_env), (note,))
 
 
 def plan_check(
@@ -155,41 +154,18 @@ def plan_check(
     """Both sides, their worktrees entered on `stack`, the head's config decided by the base's
     (bot.config.trusted)."""
     out = check_out(req, settings, stack)
-    say(f"base {out.base_ref} ({out.base_sha[:12]}) vs head {req.head or 'working tree'}")
-    settings, cache_notes = _unplanted(settings, out.planted, stack)
-    run, repo = req.run, out.repo
-    head = open_tree(run, label="head", repo=repo, root=out.head_root, sha=out.head_sha, working=out.working)
-    try:
-        base = base_tree(run, repo=repo, root=out.base_root, sha=out.base_sha)
-    except SqlcanaryError as exc:
-        raise ConfigError(f"base {out.base_sha[:12]}: {exc}") from exc
-    head = decide_head(run, head, base, trust_alone=req.trust_head_config)
-    head = replace(head, notes=(*cache_notes, *head.notes))
+    roots = out.roots
+    say(f"base {out.base_ref} ({roots.base_sha[:12]}) vs head {req.head or 'working tree'}")
+    head, base = open_trees(req.run, roots, trust_alone=req.trust_head_config)
+    head = replace(head, notes=(*out.notes, *head.notes))
     for note in head.notes:
         say(note)
     return CheckPlan(
         base_ref=out.base_ref,
-        base_sha=out.base_sha,
-        base=Side(base, run, repo) if base is not None else None,
-        head=Side(head, run, repo),
-        base_root=out.base_root,
-        settings=settings,
+        base_sha=roots.base_sha,
+        base=Side(base, req.run, roots.repo) if base is not None else None,
+        head=Side(head, req.run, roots.repo),
+        base_root=roots.base_root,
+        settings=out.settings,
         out_dir=out_dir,
     )
-
-
-def _unplanted(
-    settings: Settings, planted: tuple[str, ...], stack: ExitStack
-) -> tuple[Settings, tuple[str, ...]]:
-    """The settings with a cache folder no commit planted anything in: when git tracks a file under the cache
-    folder, or the head commit holds one, no file there is read (a committed `runs/<key>.json` or answer would
-    otherwise decide the verdict); the check runs with a fresh, empty cache instead, and says so."""
-    if not planted:
-        return settings, ()
-    fresh = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sqlcanary-cache-")))
-    env = MappingProxyType({**settings.environ, ENV_CACHE_DIR: str(fresh)})
-    note = (
-        f"the cache folder holds {len(planted)} file(s) a commit put there (`{planted[0]}`): no file there is "
-        "read, and this check ran without a cache"
-    )
-    return replace(settings, cache_dir=fresh, environ=env), (note,)

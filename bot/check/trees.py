@@ -8,9 +8,9 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from bot.base.errors import ConfigError
+from bot.base.errors import ConfigError, SqlcanaryError
 from bot.config.model import CONFIG_NAMES, Config, load_config
-from bot.config.trusted import head_config, head_config_alone
+from bot.config.trusted import decide_head_config
 from bot.run.request import RunRequest
 
 
@@ -53,12 +53,17 @@ def _config_file(req: RunRequest, repo: Path, root: Path, cwd: Path) -> Path | N
     return next((f / n for f in folders for n in CONFIG_NAMES if (f / n).is_file()), None)
 
 
-def open_tree(
-    req: RunRequest, *, label: str, repo: Path, root: Path, sha: str | None, working: bool = False
-) -> Tree:
+def _cwd(req: RunRequest, label: str, repo: Path, root: Path) -> Path:
     cwd = inside(req.folder, repo, root)
     if not cwd.is_dir():
         raise ConfigError(f"the current folder does not exist in the {label} commit", path=str(cwd))
+    return cwd
+
+
+def open_tree(
+    req: RunRequest, *, label: str, repo: Path, root: Path, sha: str | None, working: bool = False
+) -> Tree:
+    cwd = _cwd(req, label, repo, root)
     config_file = _config_file(req, repo, root, cwd)
     config = load_config(config_file) if config_file else Config(base_dir=str(cwd))
     return Tree(
@@ -85,49 +90,78 @@ def tree_request(req: RunRequest, tree: Tree, repo: Path, *, relative: bool) -> 
     return replace(req, suite=where, config=config)
 
 
-def base_tree(req: RunRequest, *, repo: Path, root: Path, sha: str) -> Tree | None:
-    """The base commit's side, or None when it has no sqlcanary config at all (the pull request that adds it):
-    no config file where the head's rules look for one, and no suite at the path the request names."""
+@dataclass(frozen=True)
+class Roots:
+    """Where a check's two trees are: the repository, and each side's root and sha (the head may be the working
+    tree as it is)."""
+
+    repo: Path
+    base_root: Path
+    base_sha: str
+    head_root: Path
+    head_sha: str | None
+    working: bool
+
+
+def open_trees(req: RunRequest, out: Roots, *, trust_alone: bool) -> tuple[Tree, Tree | None]:
+    """The head's tree with the config a check evaluates it with (the base's, but for its agent:
+    bot.config.trusted), and the base's tree, None when the base commit has no sqlcanary config at all (the pull
+    request that adds it). What is wrong in the base commit is a ConfigError naming it. Both trees' places are
+    found first; then their configs are read, and the head's decided, in one step."""
+    head_cwd = _cwd(req, "head", out.repo, out.head_root)
+    head_file = _config_file(req, out.repo, out.head_root, head_cwd)
+    base_where = f"base {out.base_sha[:12]}"
+    try:
+        base_place = _base_place(req, out)
+    except SqlcanaryError as exc:
+        raise ConfigError(f"{base_where}: {exc}") from exc
+    base_cwd, base_file = base_place or (None, None)
+    # The decided config's paths are relative to the base's config's folder, in the head's tree.
+    folder = inside(base_file, out.base_root, out.head_root).parent if base_file else None
+    folder = folder or (head_file.parent if head_file else head_cwd)
+    own = load_config(head_file) if head_file else Config(base_dir=str(head_cwd))
+    try:
+        base = load_config(base_file) if base_file else None
+    except SqlcanaryError as exc:
+        raise ConfigError(f"{base_where}: {exc}") from exc
+    if base is None and base_cwd is not None:
+        base = Config(base_dir=str(base_cwd))
+    config, notes = decide_head_config(
+        own,
+        base,
+        base_dir=str(folder.resolve()),
+        suite_given=bool(req.suite),
+        trust_alone=trust_alone,
+    )
+    head = Tree(
+        label="head",
+        root=out.head_root,
+        sha=out.head_sha,
+        cwd=head_cwd,
+        config=config,
+        config_file=head_file,
+        working=out.working,
+        notes=notes,
+    )
+    if base is None or base_cwd is None:
+        return head, None
+    return head, Tree(
+        label="base", root=out.base_root, sha=out.base_sha, cwd=base_cwd, config=base, config_file=base_file
+    )
+
+
+def _base_place(req: RunRequest, out: Roots) -> tuple[Path, Path | None] | None:
+    """The base tree's folder and config file, or None when it has no sqlcanary config at all: no config file
+    where the head's rules look for one, and no suite at the path the request names."""
+    repo, root = out.repo, out.base_root
     if req.config and not inside(Path(req.config), repo, root).is_file():
         return None
-    tree = open_tree(req, label="base", repo=repo, root=root, sha=sha)
-    if tree.config_file is not None:
-        return tree
+    cwd = _cwd(req, "base", repo, root)
+    config_file = _config_file(req, repo, root, cwd)
+    if config_file is not None:
+        return cwd, config_file
     suite = inside(Path(req.suite), repo, root) if req.suite else None
-    return tree if suite is not None and suite.exists() else None
-
-
-def decide_head(req: RunRequest, head: Tree, base: Tree | None, *, trust_alone: bool = True) -> Tree:
-    """The head as a check evaluates it: the base's config decides everything but the agent (bot.config.trusted).
-    A suite the head moved (the base's suite path is gone from the head) is evaluated where the head put it and
-    compared with the base's suite case by case. Without a base config, the head's own config is used; unless
-    `trust_alone`, without the settings that route data and secrets."""
-    folder = head.config_file.parent if head.config_file else head.cwd
-    if base is None:
-        config, notes = (head.config, ()) if trust_alone else head_config_alone(head.config)
-        return replace(head, config=config, notes=notes)
-    if base.config_file is not None:
-        folder = inside(base.config_file, base.root, head.root).parent
-    config, notes = head_config(head.config, base.config, base_dir=str(folder.resolve()))
-    moved = _moved_suite(req, head, config)
-    if moved is not None:
-        config = config.model_copy(update={"suite": moved})
-        notes = tuple(n for n in notes if not n.startswith("the head's `suite:"))
-        notes += (
-            f"the suite moved from `{base.config.suite}` to `{moved}`: the head's cases there are compared "
-            "case by case with the base's suite",
-        )
-    return replace(head, config=config, notes=notes)
-
-
-def _moved_suite(req: RunRequest, head: Tree, config: Config) -> str | None:
-    """The head's own suite path when the base's is gone from the head's tree and the head's exists."""
-    if req.suite or not config.suite or config.path(config.suite).exists():
-        return None
-    own = head.config.suite
-    if own and head.config.path(own).exists():
-        return str(head.config.path(own).resolve())
-    return None
+    return (cwd, None) if suite is not None and suite.exists() else None
 
 
 def suite_roots(run: RunRequest, tree: Tree) -> tuple[str, ...]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from typing import Any
 
 from bot.base.errors import EXIT_INTERRUPTED
@@ -219,15 +220,14 @@ def show_run(req: RunRequest, settings: Settings) -> int:
     def err(text: str) -> None:
         print(text, file=sys.stderr)
 
-    def progress(n: int) -> Progress:
-        return Progress(
-            n,
-            enabled=not req.quiet,
-            ci=settings.ci,
-            verbose=req.verbose,
-            colour=wants_colour(sys.stderr, no_color),
-        )
-
+    # The progress display for n cases: Progress(n, ...)
+    progress = partial(
+        Progress,
+        enabled=not req.quiet,
+        ci=settings.ci,
+        verbose=req.verbose,
+        colour=wants_colour(sys.stderr, no_color),
+    )
     try:
         done = evaluate_request(
             req, settings, say=err if not req.quiet else lambda _: None, progress=progress

@@ -1,5 +1,6 @@
 """`sqlcanary repair RUN.json`: ask an LLM for KB edits that fix the run's failing cases, keep the proven ones,
-write outcome.json, kb.diff and repair_report.md."""
+write outcome.json, kb.diff and repair_report.md. Without an LLM and with a base run, apply the verified partial
+revert of the KB changes that broke the regressed cases instead (bot.repair.offline)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from bot.base.errors import EXIT_BAD_INPUT, EXIT_OK, ConfigError
+from bot.base.errors import EXIT_BAD_INPUT, EXIT_GATE, EXIT_OK, ConfigError
 from bot.base.git import commit_files
 from bot.base.results import RunResult, count, read_run, write_json_atomic
 from bot.base.secrets import scrub
@@ -37,7 +38,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--max-critique", type=int, default=5, help="review iterations over kept edits (default 5)"
     )
-    p.add_argument("--base", metavar="BASE.json", help="the base commit's run, for the base pass rate")
+    p.add_argument(
+        "--base",
+        metavar="BASE.json",
+        help="the base commit's run, for the base pass rate (without an LLM: what the partial revert restores)",
+    )
+    p.add_argument(
+        "--max-agent-calls",
+        type=int,
+        default=100,
+        help="without an LLM: agent calls spent finding which KB change broke each regressed case (default 100)",
+    )
     p.add_argument("--dry-run", action="store_true", help="show the plans, apply nothing")
     p.add_argument("--no-repair", action="store_true", help="evaluate the suite only: no LLM, no edits")
     p.add_argument("--commit", action="store_true", help="git commit the KB changes on the current branch")
@@ -81,7 +92,7 @@ def _check_comparison(args: argparse.Namespace, run):
 
 
 def _positive(args: argparse.Namespace) -> None:
-    for name in ("max_failures", "max_retries", "max_llm_calls"):
+    for name in ("max_failures", "max_retries", "max_llm_calls", "max_agent_calls"):
         if getattr(args, name) < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
     if args.max_critique < 0:
@@ -95,6 +106,10 @@ def base_pass_rate(base: RunResult, suite) -> float | None:
 
 
 def commit_message(outcome) -> str:
+    if outcome.revert is not None:
+        from bot.repair.offline import revert_commit_message
+
+        return revert_commit_message(outcome)
     fixed = [c for c in outcome.repaired if c.attempts]
     lines = [f"sqlcanary repair: KB fixes for {len(fixed)} failing case(s)", ""]
     for c in fixed:
@@ -111,15 +126,52 @@ def commit_message(outcome) -> str:
 # What a repair can do without an LLM, said when there is none (or it cannot be reached).
 OFFLINE = (
     "Without a model: `llm.base_url: replay:FILE` answers from scripted replies; `--no-repair` evaluates and "
-    "reports the suite; and `sqlcanary check --attribute-calls N` finds which KB change broke each regressed "
-    "case by reverting it and asking the agent again, and verifies the partial revert (what the Action's repair "
-    "pull request falls back to)"
+    "reports the suite; and with a base run (`--from-check DIR` of `sqlcanary check`, or `--base BASE.json`) "
+    "repair applies the verified partial revert itself: it finds which KB change broke each regressed case by "
+    "reverting it and asking the agent again, as `sqlcanary check --attribute-calls N` does, and reverts those "
+    "changes only if that holds on the whole suite (what the Action's repair pull request falls back to)"
 )
+
+
+def _offline(args: argparse.Namespace, run: RunResult, config, suite, settings: Settings):
+    """No LLM and a base run: the verified partial revert (bot.repair.offline), applied unless --dry-run."""
+    from bot.check.diff import pr_diff
+    from bot.repair.offline import OfflineRequest, run_offline
+
+    def say(text: str) -> None:
+        if not args.quiet:
+            print(f"sqlcanary repair: {text}", file=sys.stderr)
+
+    req = OfflineRequest(
+        run=run,
+        base=read_run(args.base),
+        config=config,
+        suite=suite,
+        differ=lambda repo, sha: pr_diff(repo, sha, None, environ=settings.environ),
+        run_file=args.run_file,
+        base_file=args.base,
+        comparison=_check_comparison(args, run),
+        dry_run=args.dry_run,
+        max_agent_calls=args.max_agent_calls,
+        dsn=args.dsn,
+        postgres=args.postgres,
+    )
+    return run_offline(req, settings, say=say)
+
+
+def _offline_exit(outcome) -> int:
+    """0 when the partial revert was applied (or shown by --dry-run) or nothing fails; 1 when no repair was found
+    for the failing cases (README, "Repairing the knowledge base")."""
+    record = outcome.revert
+    if record.holds or all(c.repaired for c in outcome.cases):
+        return EXIT_OK
+    return EXIT_GATE
 
 
 def main(args: argparse.Namespace, settings: Settings) -> int:
     from bot.llm.errors import LLMUnavailable
     from bot.repair.dryrun import dry_run_text
+    from bot.repair.offline import llm_configured, offline_text
     from bot.repair.report import console_summary, render_report
     from bot.repair.request import RepairRequest, run_repair
     from bot.repair.setup import Limits
@@ -132,6 +184,7 @@ def main(args: argparse.Namespace, settings: Settings) -> int:
     if not suite_path:
         raise ConfigError("no suite: pass --suite or set `suite:` in sqlcanary.yml", path=args.run_file)
     suite = load_suite(suite_path)
+    offline = not args.no_repair and args.base and not llm_configured(config, settings)
     req = RepairRequest(
         run=run,
         config=config,
@@ -149,11 +202,11 @@ def main(args: argparse.Namespace, settings: Settings) -> int:
         dsn=args.dsn,
         postgres=args.postgres,
     )
-    if not args.quiet:
+    if not args.quiet and not offline:
         failing = sum(c.status == "failed" for c in run.cases)
         print(f"sqlcanary: repairing {failing} failing case(s) of {suite.name}", file=sys.stderr)
     try:
-        outcome = run_repair(req, settings)
+        outcome = _offline(args, run, config, suite, settings) if offline else run_repair(req, settings)
     except LLMUnavailable as exc:
         raise LLMUnavailable(f"{exc}. {OFFLINE}") from None
     out = Path(args.out or DEFAULT_OUT)
@@ -161,7 +214,9 @@ def main(args: argparse.Namespace, settings: Settings) -> int:
     write_json_atomic(out / "kb.diff", outcome.kb_diff)
     write_json_atomic(out / "repair_report.md", scrub(render_report(outcome), settings.secrets))
     print(scrub(console_summary(outcome), settings.secrets))
-    if outcome.dry_run:
+    if outcome.revert is not None:
+        print("\n" + scrub(offline_text(outcome), settings.secrets))
+    elif outcome.dry_run:
         print(scrub(dry_run_text(outcome), settings.secrets))
     print(f"\nwritten to {out}/ (outcome.json, kb.diff, repair_report.md)")
     if args.commit and outcome.files_changed and not args.dry_run:
@@ -172,4 +227,4 @@ def main(args: argparse.Namespace, settings: Settings) -> int:
     if outcome.stopped and outcome.stopped.startswith("LLM error"):
         print(f"sqlcanary: error: {outcome.stopped}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    return EXIT_OK
+    return _offline_exit(outcome) if outcome.revert is not None else EXIT_OK

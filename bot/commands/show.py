@@ -1,11 +1,12 @@
 """`sqlcanary show RUN.json [CASE_ID...] [--base BASE.json]`: one case or a few of a saved run, in the terminal,
 with what the reports say of it (question, verdict, cause, first and structural difference, gold SQL, base → head
-prediction diff), and for an errored case what its agent wrote on stderr (a whole traceback, not only the last
-line the reason quotes). No case id: every failing case. An unknown id exits 2 naming the closest ids.
+prediction diff), for a failed case the first rows of each side (when the run recorded them), and for an errored
+case what its agent wrote on stderr (a whole traceback, not only the last line the reason quotes). No case id:
+every failing case. An unknown id exits 2 naming the closest ids.
 
 Where the base comes from: `--base`, else the `comparison.json` that `sqlcanary check` wrote beside the run (it
-also holds the cause links and the gold SQL). Gold SQL missing from both is read from the run's suite when that
-folder still exists."""
+also holds the cause links and the gold SQL), else the gold SQL the run recorded for a case that did not pass.
+Gold SQL missing from all is read from the run's suite when that folder still exists."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from bot.cases.loader import load_suite
 from bot.compare.comparison import Comparison, compare_runs
 from bot.report.console import agent_output
 from bot.report.render import render_cases_text
+from bot.report.samples_text import samples_text
 from bot.report.view import CaseRow, row_from_case, row_from_change
 
 CLOSEST = 5
@@ -88,8 +90,11 @@ def main(args: argparse.Namespace, settings: Settings) -> int:
         gold = _suite_gold(run)
         picked = [r if r.gold_sql else replace(r, gold_sql=gold.get(r.id, ())) for r in picked]
     stderr = {c.id: c.prediction.stderr for c in run.cases if c.status == "errored" and c.prediction.stderr}
+    results = {c.id: c for c in run.cases}
     for row in picked:  # an errored case: what its agent said, whole (the reason holds only its last line)
         print(render_cases_text([row]), end="")
+        if row.id in results and results[row.id].status == "failed":
+            print(f"\n{samples_text(results[row.id])}")  # the first rows of each side, when recorded
         if row.id in stderr:
             print(agent_output(row.id, stderr[row.id] or ""), end="")
     return EXIT_OK

@@ -68,9 +68,9 @@ class CaseChange(FrozenModel):
     source: str | None = None  # case file:line
     renamed_from: str | None = None  # renamed: the id the case had in base
     outcome: Transition | None = None  # renamed: the pair's own transition (still_passing, regressed, ...)
-    gold_sql: tuple[
-        str, ...
-    ] = ()  # from the suite, when the caller had it (check does; see bot.compare.causes)
+    # From the suite, when the caller had it (check does; see bot.compare.causes), else what the runs recorded
+    # for a case that did not pass (CaseResult.gold_sql).
+    gold_sql: tuple[str, ...] = ()
     head_used: tuple[str, ...] = ()  # the KB spans each side's answer said it used (Prediction.used)
     base_used: tuple[str, ...] = ()
     # The same id with other content (question, database, gold SQL or category): each side was judged by its
@@ -273,6 +273,7 @@ def classify_case(
         source=either.source,
         head_used=head.prediction.used if head else (),
         base_used=base.prediction.used if base else (),
+        gold_sql=(head.gold_sql if head else ()) or (base.gold_sql if base else ()),  # what the runs recorded
     )
 
 

@@ -135,6 +135,39 @@ def head_config_alone(head: Config) -> tuple[Config, tuple[str, ...]]:
     return head.model_copy(update=update), tuple(notes)
 
 
+def decide_head_config(
+    head: Config, base: Config | None, *, base_dir: str, suite_given: bool, trust_alone: bool
+) -> tuple[Config, tuple[str, ...]]:
+    """The config a check evaluates the head with, and a note for each head setting it ignored: the base's, with
+    the head's agent, rebased to `base_dir` (`head_config`). A suite the head moved (the base's suite path is
+    gone from the head's tree, the head's own exists, and the request named none: not `suite_given`) is evaluated
+    where the head put it. Without a base config, the head's own config; unless `trust_alone`, without the
+    settings that route data and secrets (`head_config_alone`)."""
+    if base is None:
+        return (head, ()) if trust_alone else head_config_alone(head)
+    config, notes = head_config(head, base, base_dir=base_dir)
+    moved = None if suite_given else _moved_suite(head, config)
+    if moved is None:
+        return config, notes
+    kept = tuple(n for n in notes if not n.startswith("the head's `suite:"))
+    note = (
+        f"the suite moved from `{base.suite}` to `{moved}`: the head's cases there are compared case by case "
+        "with the base's suite"
+    )
+    return config.model_copy(update={"suite": moved}), (*kept, note)
+
+
+def _moved_suite(head: Config, config: Config) -> str | None:
+    """The head's own suite path when the decided config's (the base's) is gone from the head's tree and the
+    head's exists."""
+    if not config.suite or config.path(config.suite).exists():
+        return None
+    own = head.suite
+    if own and head.path(own).exists():
+        return str(head.path(own).resolve())
+    return None
+
+
 def write_resolved(config: Config, path: Path) -> Path:
     """The resolved config as a file a child `sqlcanary run --config` loads as it is (bot.config.model.load_config),
     so the child and the built-in `llm` agent read exactly what the parent decided, and no file of the tree."""

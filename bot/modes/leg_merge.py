@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from bot.base.errors import ResultFileError
@@ -88,31 +89,30 @@ def _causes(legs: list[Leg]) -> tuple[Cause, ...]:
     )
 
 
-def _carried(comparison: Comparison, legs: list[Leg]) -> Comparison:
-    gold = {c.id: c.gold_sql for leg in legs for c in leg.comparison.cases if c.gold_sql}
-    cases = tuple(c.model_copy(update={"gold_sql": gold.get(c.id, c.gold_sql)}) for c in comparison.cases)
-    regressed = {c.id for c in comparison.judged_as("regressed")}
-    causes = _causes(legs)
-    explained = {i for cause in causes for i in cause.cases}
+@dataclass(frozen=True)
+class _Carried:
+    """What the legs computed with the pull request's tree, merged: each case's gold SQL, whether the regressions
+    were linked to the change, the changed and uncited files, and the causes."""
+
+    gold: dict[str, tuple[str, ...]]
+    linked: bool
+    changed_files: tuple[str, ...]
+    uncited_files: tuple[str, ...]
+    causes: tuple[Cause, ...]
+
+
+def _carried(legs: list[Leg]) -> _Carried:
     linked = any(leg.comparison.linked for leg in legs)
-    changed = tuple(dict.fromkeys(f for leg in legs for f in leg.comparison.changed_files))
     # A changed file no answer cites: uncited in every leg (a leg's answers may cite what another's do not).
     uncited = tuple(
         f for f in legs[0].comparison.uncited_files if all(f in leg.comparison.uncited_files for leg in legs)
     )
-    warnings = tuple(
-        dict.fromkeys([*comparison.warnings, *(w for leg in legs for w in leg.comparison.warnings)])
-    )
-    return comparison.model_copy(
-        update={
-            "cases": cases,
-            "linked": linked,
-            "changed_files": changed,
-            "uncited_files": uncited,
-            "causes": causes if linked else (),
-            "unexplained": tuple(sorted(regressed - explained)) if linked else (),
-            "warnings": warnings,
-        }
+    return _Carried(
+        gold={c.id: c.gold_sql for leg in legs for c in leg.comparison.cases if c.gold_sql},
+        linked=linked,
+        changed_files=tuple(dict.fromkeys(f for leg in legs for f in leg.comparison.changed_files)),
+        uncited_files=uncited,
+        causes=_causes(legs) if linked else (),
     )
 
 
@@ -123,16 +123,35 @@ def combine_legs(legs: list[Leg], *, pr_number: int, head_sha: str, out_dir: Pat
     head, base = _merged(legs, "head"), _merged(legs, "base")
     assert head is not None  # every leg has a head run (LegFiles.head is required)
     first = _gate(legs)
+    carried = _carried(legs)
     against = {c.id: c.against_base for leg in legs for c in leg.comparison.cases if c.against_base}
     if base is None:
         comparison = compare_head_only(head, gate=first.gate, reason=first.baseline_reason or NO_BASELINE)
     else:
         comparison = compare_runs(base, head, gate=first.gate, edited_against_base=against)
+    # What the legs carry, over what the merged runs alone say.
+    regressed = {c.id for c in comparison.judged_as("regressed")}
+    explained = {i for cause in carried.causes for i in cause.cases}
+    cases = tuple(
+        c.model_copy(update={"gold_sql": carried.gold.get(c.id, c.gold_sql)}) for c in comparison.cases
+    )
+    warnings = (*comparison.warnings, *(w for leg in legs for w in leg.comparison.warnings))
+    comparison = comparison.model_copy(
+        update={
+            "cases": cases,
+            "linked": carried.linked,
+            "changed_files": carried.changed_files,
+            "uncited_files": carried.uncited_files,
+            "causes": carried.causes,
+            "unexplained": tuple(sorted(regressed - explained)) if carried.linked else (),
+            "warnings": tuple(dict.fromkeys(warnings)),
+        }
+    )
     p = legs[0].payload
     return CheckResult(
         base=base,
         head=head,
-        comparison=_carried(comparison, legs),
+        comparison=comparison,
         out_dir=out_dir,
         files=(),
         base_sha=p.base_sha or (base.meta.git_sha if base else None) or "",

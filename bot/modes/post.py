@@ -19,8 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bot.base.errors import EXIT_OK, ConfigError, ResultFileError
-from bot.base.results import RunResult, write_json_atomic, write_run
-from bot.compare.comparison import Comparison
+from bot.base.resultfiles import ResultFiles
 from bot.github.artifact import Leg, read_artifacts
 from bot.github.client import get_repository
 from bot.github.context import ActionContext
@@ -101,7 +100,14 @@ def post(ctx: ActionContext, step: Step) -> int:
         pr_number, head_sha = event.pr_number, event.head_sha or ""
     assert pr_number is not None
     result = combine_legs(legs, pr_number=pr_number, head_sha=head_sha, out_dir=out_dir)
-    _write_merged(out_dir, result.head, result.base, result.comparison)
+    # The merged runs and their comparison beside the reports (outputs `results-path`; the artifact to keep),
+    # masked as they are written; what is posted is what was written.
+    files = ResultFiles(out_dir, step.settings.secrets)
+    head = files.model("head.json", result.head)
+    base = None if result.base is None else files.model("base.json", result.base)
+    result = replace(
+        result, head=head, base=base, comparison=files.model("comparison.json", result.comparison)
+    )
     posting = replace(
         publisher, ctx=replace(ctx, event=replace(event, pr_number=pr_number, head_sha=head_sha))
     )
@@ -115,11 +121,3 @@ def post(ctx: ActionContext, step: Step) -> int:
     if event.event_name == "workflow_run" or not enforce:
         return EXIT_OK
     return result.exit_code
-
-
-def _write_merged(out_dir: Path, head: RunResult, base: RunResult | None, comparison: Comparison) -> None:
-    """The merged runs and their comparison beside the reports (outputs `results-path`; the artifact to keep)."""
-    write_run(out_dir / "head.json", head)
-    if base is not None:
-        write_run(out_dir / "base.json", base)
-    write_json_atomic(out_dir / "comparison.json", comparison.model_dump_json(indent=2) + "\n")

@@ -33,9 +33,6 @@ from bot.report.repair_pr import render_repair_pr
 from bot.report.repair_view import Rates, RepairPRView, build_repair_pr_view
 
 NO_LONGER = "the pull request no longer regresses"
-NONE_HOLDS = (
-    "no repair holds on the pull request's head (no LLM edit fixed a case and no partial revert held)"
-)
 
 
 @dataclass(frozen=True)
@@ -57,6 +54,30 @@ class RepairStep:
             "repaired": ",".join(self.repaired),
             "still-failing": ",".join(self.still_failing),
         }
+
+
+def no_repair_note(*, llm_asked: bool, revert: str) -> str:
+    """Why there is no repair, as the sticky comment says it. `llm_asked`: an LLM was configured and asked;
+    `revert`: "whole" (the only revert that restores the cases undoes every KB change of the pull request),
+    "none" (no KB change was found to cause them), "failed" (the partial revert does not hold) or "" (no
+    attribution ran)."""
+    llm = "no LLM edit fixed a case" if llm_asked else "no LLM configured"
+    why = {
+        "whole": "the only revert that restores these cases undoes every KB change of the pull request",
+        "none": "no KB change of the pull request was found to cause them",
+        "failed": "no partial revert of the pull request's KB changes holds",
+    }.get(revert, "no revert was tried (the check ran no attribution)")
+    return f"no repair: {llm}, and {why}"
+
+
+def _revert_kind(check: CheckResult) -> str:
+    found = check.found
+    if found is None:
+        return ""
+    causal = set(found.attribution.causal)
+    if not causal:
+        return "none"
+    return "whole" if causal == set(found.changes.ids) else "failed"
 
 
 def _llm_configured(ctx: ActionContext, config: Config) -> bool:
@@ -167,7 +188,8 @@ def repair_step(
         revert = check.found.revert if check.found else None
         files, used, reverted = _chosen(outcome, changed, revert, prefix=_kb_root(config, repo))
         if not files:
-            return RepairStep(close_repair(github, target, NONE_HOLDS), NONE_HOLDS, still_failing=regressed)
+            why = no_repair_note(llm_asked=outcome is not None, revert=_revert_kind(check))
+            return RepairStep(close_repair(github, target, why), why, still_failing=regressed)
         fixed = (
             tuple(c.id for c in used.cases if c.repaired) if used else (reverted.restored if reverted else ())
         )

@@ -70,6 +70,23 @@ class LLMStats(LLMUsage):
         return None if total == 0 else (self.parse_ok + self.parse_repaired) / total
 
 
+class RevertRecord(FrozenModel):
+    """Without an LLM (bot.repair.offline): the verified partial revert of the KB changes since the base commit
+    that broke the regressed cases, applied when it holds (not under --dry-run)."""
+
+    note: str  # what was done, in one sentence ("no LLM configured: applied the verified partial revert of ...")
+    holds: bool = False
+    applied: bool = False
+    reason: str = ""  # why no partial revert holds; "" when it holds
+    base_sha: str = ""
+    regressed: tuple[str, ...] = ()  # the cases that passed at the base and fail at the head
+    reverted: tuple[str, ...] = ()  # the KB line changes given their base lines back ("kb/m.yaml line 5")
+    kept: tuple[str, ...] = ()  # the other KB changes since the base, kept
+    restored: tuple[str, ...] = ()  # regressed cases that pass with the revert
+    diff: str = ""  # the revert's diff (kb_diff holds it only once applied)
+    agent_calls: int = 0  # asked to find the changes and to verify the revert on the whole suite
+
+
 class RepairOutcome(FrozenModel):
     schema_version: int = REPAIR_SCHEMA_VERSION
     suite: str
@@ -93,6 +110,8 @@ class RepairOutcome(FrozenModel):
     # Set when the run given was not the whole suite (`run --id X`): its pass rate is not the suite's, so the
     # head figures are of the whole suite before any edit, like the repaired ones.
     scope: str = ""
+    # A repair without an LLM (bot.repair.offline): its partial revert. None for the LLM's loop.
+    revert: RevertRecord | None = None
 
     @property
     def repaired(self) -> tuple[CaseRepair, ...]:

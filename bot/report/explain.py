@@ -5,6 +5,8 @@ prediction. Pure: no I/O, no Jinja."""
 from __future__ import annotations
 
 import difflib
+import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from bot.compare.causes import MAX_UNCITED
@@ -49,6 +51,30 @@ def uncited_note(cmp: Comparison) -> str:
     if len(files) < len(cmp.changed_files):
         return f"The change also touched {names}, which no answer cites."
     return f"The change touched only {names}, which no answer cites."
+
+
+def _named_list(named: Collection[str]) -> re.Pattern[str]:
+    one = "|".join(re.escape(i) for i in sorted(named, key=len, reverse=True))
+    edge = r"[\w.-]"  # an id ends where no id character follows
+    return re.compile(
+        rf"(?<!, )(?<!{edge})(?:{one})(?!{edge})(?:, (?:{one})(?!{edge}))*(?: and (\d+) more)?(?!, |{edge})"
+    )
+
+
+def refer_to_named(text: str, named: Collection[str]) -> str:
+    """`text` (a gate reason or a note) with each whole list of case ids that are all `named` (listed above it
+    in the comment, under the causes) replaced by their number: "16 case(s) regressed, more than the 0 allowed:
+    the 16 cases above", so the comment lists each case once. Other lists and texts are unchanged."""
+    if not named:
+        return text
+
+    def counted(m: re.Match[str]) -> str:
+        n = m[0].split(" and ", 1)[0].count(", ") + 1 + int(m[1] or 0)
+        if n == len(named):
+            return "the case above" if n == 1 else f"the {n} cases above"
+        return f"{n} of the cases above"
+
+    return _named_list(named).sub(counted, text)
 
 
 def case_causes(cmp: Comparison, change: CaseChange) -> tuple[CauseView, ...]:

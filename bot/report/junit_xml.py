@@ -36,6 +36,14 @@ def _junit_message(case: CaseResult, row: CaseRow | None) -> str:
     return message
 
 
+def _gold(gold_sql: tuple[str, ...]) -> str:
+    """The gold SQL for a failure's text: "gold:", or "gold (one of N alternatives):" with each numbered."""
+    if len(gold_sql) <= 1:
+        return "".join(f"gold:\n{g.strip()}" for g in gold_sql)
+    shown = (f"#{n}:\n{g.strip()}" for n, g in enumerate(gold_sql, 1))
+    return f"gold (one of {len(gold_sql)} alternatives):\n" + "\n".join(shown)
+
+
 def _junit_case(case: CaseResult, row: CaseRow | None) -> JUnitCase:
     name = case.category or (case.tags[0] if case.tags else "sqlcanary")
     elapsed = round(case.timings.get("agent_s", 0.0) + case.timings.get("eval_s", 0.0), 3)
@@ -47,6 +55,7 @@ def _junit_case(case: CaseResult, row: CaseRow | None) -> JUnitCase:
             case.reason,
             f"structural: {structural.message}" if structural and structural.match is False else "",
             f"source: {case.source}" if case.source else "",
+            _gold((row.gold_sql if row is not None else ()) or case.gold_sql),
             f"prediction:\n{case.prediction.sql}" if case.prediction.sql else "",
             f"base prediction:\n{row.base_sql}" if row is not None and row.base_sql else "",
         )

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from bot.base.results import RunResult
-from bot.base.secrets import redact_model
+from bot.base.secrets import redact_model, scrub_rendered
 from bot.base.templating import tidy_markdown
 from bot.base.textfilters import md_url
 from bot.compare.comparison import Comparison
@@ -15,7 +15,6 @@ from bot.report.environment import environment
 from bot.report.html_report import render_html
 from bot.report.junit_xml import render_junit
 from bot.report.marker import MARKER, marker_for
-from bot.report.redact import scrub_rendered
 from bot.report.view import CaseRow, ReportView, build_view, trim
 
 COMMENT_LIMIT = 65_536  # characters in a GitHub comment body
@@ -46,21 +45,21 @@ def _fit(name: str, view: ReportView, *, limit: int, measure: Callable[[str], in
     part of a row or a block, so every fence and <details> the template opens is closed."""
     template = environment().get_template(name)
 
-    def render(v: ReportView) -> str:
+    def rendered(v: ReportView) -> str:
         return tidy_markdown(template.render(view=v, **context))
 
-    full = render(view)
+    full = rendered(view)
     if measure(full) <= limit:
         return full
     rows = sum(len(s.rows) for s in view.sections)
-    if measure(render(trim(view, rows=rows, details=0))) <= limit:
+    if measure(rendered(trim(view, rows=rows, details=0))) <= limit:
         keep = _largest(
-            0, len(view.details), lambda d: measure(render(trim(view, rows=rows, details=d))) <= limit
+            0, len(view.details), lambda d: measure(rendered(trim(view, rows=rows, details=d))) <= limit
         )
-        return render(trim(view, rows=rows, details=keep))
-    if measure(render(trim(view, rows=0, details=0))) <= limit:
-        keep = _largest(0, rows, lambda r: measure(render(trim(view, rows=r, details=0))) <= limit)
-        return render(trim(view, rows=keep, details=0))
+        return rendered(trim(view, rows=rows, details=keep))
+    if measure(rendered(trim(view, rows=0, details=0))) <= limit:
+        keep = _largest(0, rows, lambda r: measure(rendered(trim(view, rows=r, details=0))) <= limit)
+        return rendered(trim(view, rows=keep, details=0))
     return _minimal(
         view,
         limit=limit,
@@ -130,14 +129,12 @@ def render(
     secrets: Sequence[str] = (),
 ) -> str:
     """One report by format name (FORMATS). `secrets` are masked in the subject and in the final text (see
-    bot.report.redact); `marker_key` names the sticky comment's marker ("md" only)."""
+    bot.base.secrets.scrub_rendered); `marker_key` names the sticky comment's marker ("md" only)."""
     if secrets:
         subject = redact_model(subject, secrets)
         head, base = (None if r is None else redact_model(r, secrets) for r in (head, base))
-    return scrub_rendered(
-        _render(fmt, subject, head=head, base=base, details_url=details_url, limit=limit, key=marker_key),
-        secrets,
-    )
+    text = _render(fmt, subject, head=head, base=base, details_url=details_url, limit=limit, key=marker_key)
+    return scrub_rendered(text, secrets)
 
 
 def _render(

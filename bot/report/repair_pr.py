@@ -18,8 +18,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from bot.base.secrets import scrub_rendered
 from bot.base.templating import tidy_markdown
-from bot.report.redact import scrub_rendered
 from bot.report.render import COMMENT_LIMIT, _largest, environment
 from bot.report.repair_view import RepairPRView, trim_repair_view
 
@@ -106,7 +106,7 @@ def _minimal(view: RepairPRView, *, marker: str, data: str, limit: int) -> str:
 
 def render_repair_pr(view: RepairPRView, *, limit: int = BODY_LIMIT, secrets: Sequence[str] = ()) -> str:
     """The body: at most `limit` characters, the marker first, the data block last (see the module's doc).
-    `secrets` are masked in the text (bot.report.redact) before it is measured."""
+    `secrets` are masked in the text (bot.base.secrets.scrub_rendered) before it is measured."""
     marker = repair_marker(view.pr_number)
     data = data_block(repair_data(view))
     template = environment().get_template("repair_pr.md.j2")

@@ -138,5 +138,6 @@ def row_from_case(c: CaseResult) -> CaseRow:
         structural=_structural(c),
         head_sql=c.prediction.sql,
         head_error_class=c.error_class or c.prediction.error_class,
+        gold_sql=c.gold_sql,
         source=c.source,
     )

@@ -9,7 +9,7 @@ from typing import Literal
 
 from bot.base.results import STATUSES, Counts, RunMeta, RunResult
 from bot.compare.comparison import TRANSITIONS, Comparison, RateDelta
-from bot.report.explain import CauseView, cause_views, uncited_note
+from bot.report.explain import CauseView, cause_views, refer_to_named, uncited_note
 from bot.report.rows import CaseRow, row_from_case, row_from_change, rows_from_comparison
 
 LABELS = {
@@ -48,6 +48,11 @@ NOTES = {
 WITH_SQL = frozenset({"regressed", "fixed", "flaky", "became_invalid", "error_changed", "failed", "errored"})
 RUN_SECTIONS = ("failed", "errored", "invalid", "flaky")
 RUN_NOTES = {"flaky": "passed by majority, but the attempts disagree"}
+# The sticky comment lists at most this many case rows per section and the SQL of this many cases; the HTML
+# report, the job summary and the JSON keep every case.
+COMMENT_ROWS = 10
+COMMENT_DETAILS = 3
+FOLD_ROWS = 5  # the comment folds a case table longer than this (and one whose cases the causes name)
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,28 @@ class ReportView:
     @property
     def detail_total(self) -> int:
         return len(self.details) + self.omitted_details
+
+    @property
+    def named(self) -> frozenset[str]:
+        """The case ids the causes list by name (under a changed line or "not explained")."""
+        return frozenset(i for c in self.causes for i in c.cases) | frozenset(self.unexplained)
+
+    @property
+    def brief_reasons(self) -> tuple[str, ...]:
+        """The reasons, each list of ids the causes already name replaced by its number (the comment's)."""
+        return tuple(refer_to_named(r, self.named) for r in self.reasons)
+
+    @property
+    def brief_warnings(self) -> tuple[str, ...]:
+        return tuple(refer_to_named(w, self.named) for w in self.warnings)
+
+    def folds(self, section: Section) -> bool:
+        """Whether the comment folds this section's table: long, or its cases are named above it already."""
+        return section.total > FOLD_ROWS or all(r.id in self.named for r in section.rows)
+
+    def for_comment(self) -> ReportView:
+        """The comment's cut: COMMENT_ROWS case rows per section, the SQL of COMMENT_DETAILS cases."""
+        return brief(self, rows=COMMENT_ROWS, details=COMMENT_DETAILS)
 
 
 def _rate(name: str, d: RateDelta) -> RateRow:
@@ -280,3 +307,25 @@ def trim(view: ReportView, *, rows: int, details: int) -> ReportView:
     shown = _details(tuple(kept))
     cut = shown[: max(details, 0)]
     return replace(view, sections=tuple(kept), details=cut, omitted_details=view.detail_total - len(cut))
+
+
+def _examples(rows: tuple[CaseRow, ...]) -> tuple[CaseRow, ...]:
+    """`rows` without the regressions whose causes an earlier row already has: one example per cause."""
+    seen: set[tuple[str, ...]] = set()
+    out = []
+    for r in rows:
+        key = tuple(c.label for c in r.causes) if r.explained is not None else None
+        if key is None or key not in seen:
+            out.append(r)
+        if key is not None:
+            seen.add(key)
+    return tuple(out)
+
+
+def brief(view: ReportView, *, rows: int, details: int) -> ReportView:
+    """At most `rows` case rows in each section and the SQL of `details` of those, one case per cause (after
+    `trim`: the smaller of both cuts). The sections keep their totals, so the reports say how many are left out."""
+    kept = tuple(replace(s, rows=s.rows[: max(rows, 0)]) for s in view.sections)
+    shown = {r.id for r in view.details}
+    cut = _examples(tuple(r for r in _details(kept) if r.id in shown))[: max(details, 0)]
+    return replace(view, sections=kept, details=cut, omitted_details=view.detail_total - len(cut))

@@ -67,7 +67,11 @@ def case_result(
     )
     if ev is None:
         return CaseResult(
-            status="errored", reason=f"agent: {answer.error}", error_class=answer.error_class, **base
+            status="errored",
+            reason=f"agent: {answer.error}",
+            error_class=answer.error_class,
+            gold_sql=case.gold_sql,
+            **base,
         )
     return CaseResult(
         status=ev.status,
@@ -75,6 +79,7 @@ def case_result(
         deciding_scorer=ev.deciding,
         reason=ev.reason,
         error_class=ev.error_class,
+        gold_sql=() if ev.status == "passed" else case.gold_sql,  # the reports show it beside the prediction
         **base,
     )
 

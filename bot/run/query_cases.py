@@ -12,6 +12,7 @@ from bot.db.statements import UnsafeSQL, refuse_empty
 from bot.run.evaluation import Evaluation, GoldFailed, as_invalid, as_refused, from_verdict
 from bot.scoring.execution import error_verdict, judge_results, wants_order
 from bot.scoring.order import key_positions, with_limit, with_order_keys, without_distinct
+from bot.scoring.samples import with_samples
 from bot.scoring.tables import OrderCheck
 
 # Statements refused early in a query case, with a clear reason (anything else goes to the server, which refuses
@@ -177,7 +178,7 @@ def _compare_alternatives(
         verdict = judge_pair(session, case, gold_sql, gold.result, pred_text, pred.result, options, idx)
         if verdict.match:
             return {"execution": verdict}, pred
-        first = first or verdict
+        first = first or with_samples(verdict, gold.result, pred.result)  # `sqlcanary show` prints them
     if first is None or gold_errors:
         # A gold alternative that fails is a broken suite, never "the prediction is wrong".
         raise GoldFailed("; ".join(gold_errors) or "no gold query")

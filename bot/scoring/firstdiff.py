@@ -2,9 +2,9 @@
 
 Rows are aligned by the columns that agree (the gold's GROUP BY or ORDER BY key when it pairs rows, else the
 column set pairing the most rows one to one, see alignment.py), then the smallest true difference is reported:
-a changed value in an aligned row, else a missing row, else an extra row, with how many rows differ. Pairing
-rows in sort order instead named two different months for one wrong value, and the repair loop, which reads
-the same text, chased that.
+a changed value in an aligned row, else a missing row, else an extra row, with how many rows differ (changed,
+missing and extra rows counted apart when some are missing or extra). Pairing rows in sort order instead named
+two different months for one wrong value, and the repair loop, which reads the same text, chased that.
 
 Only the message depends on this: the verdict is decided before. The cost is bounded: at most `limit` rows of
 each side are read, by slicing, so a caller's sequence sees exactly which rows were looked at. Beyond that
@@ -36,6 +36,10 @@ def row_counts(gold: int, pred: int) -> str:
     return f"row count differs: gold has {gold} row{'' if gold == 1 else 's'}, prediction has {pred}"
 
 
+def _rows(n: int) -> str:
+    return "row" if n == 1 else "rows"
+
+
 @dataclass(frozen=True)
 class FirstDifference:
     kind: Kind
@@ -44,6 +48,8 @@ class FirstDifference:
     values: Cells = ()  # missing / extra: the row's other values
     differing: int | None = None  # None: not every row was examined
     total: int | None = None
+    missing: int = 0  # of `differing`: gold rows without a partner, prediction rows without one
+    extra: int = 0
     gold_rows: int = 0
     pred_rows: int = 0
     limit: int = MAX_ROWS
@@ -51,6 +57,7 @@ class FirstDifference:
     copies: tuple[int, int] = (0, 0)  # a whole row on both sides, more on one: (gold, prediction) counts
     reorder: tuple[str, ...] = ()  # positional columns: the prediction's columns that would line up instead
     mapping_score: int = field(default=1, compare=False)  # values the column mapping lines up (0: none)
+    mapping: tuple[int, ...] = field(default=(), compare=False)  # the prediction's column for each gold one
 
     def _name(self, pos: int, name: str, *, quote: bool = False) -> str:
         shown = f"`{name}`" if quote else name
@@ -68,9 +75,21 @@ class FirstDifference:
         prefix = f"{row_counts(self.gold_rows, self.pred_rows)}; " if self.gold_rows != self.pred_rows else ""
         if self.differing is None or self.total is None:
             return f"{prefix}{self._detail()} (in the first {self.limit:,} rows of each side)"
+        if self.missing or self.extra:
+            return f"{prefix}{self._apart()}; {self._detail()}"
         verb = "differs" if self.differing == 1 else "differ"
         rows = f"row{'' if self.total == 1 else 's'}"
         return f"{prefix}{self.differing} of {self.total} {rows} {verb}; {self._detail()}"
+
+    def _apart(self) -> str:
+        """Changed, missing and extra rows counted apart: "1 row changed, 2 missing, 1 extra (of 4 gold rows)"."""
+        changed = (self.differing or 0) - self.missing - self.extra
+        counts = [
+            (n, w) for n, w in ((changed, "changed"), (self.missing, "missing"), (self.extra, "extra")) if n
+        ]
+        parts = [f"{n} {w}" for n, w in counts]
+        parts[0] = f"{counts[0][0]} {_rows(counts[0][0])} {counts[0][1]}"
+        return f"{', '.join(parts)} (of {self.gold_rows} gold {_rows(self.gold_rows)})"
 
     def _detail(self) -> str:
         key = ", ".join(f"{self._name(i, c)}={v}" for i, c, v in self.key[:SHOWN_KEY_COLUMNS])
@@ -112,6 +131,7 @@ class FirstDifference:
             "row": {self._name(i, c): v for i, c, v in self.values},
             "differing": self.differing,
             "total": self.total,
+            **({"missing": self.missing, "extra": self.extra} if self.missing or self.extra else {}),
             **({"copies": list(self.copies)} if min(self.copies) > 0 else {}),
         }
 
@@ -261,9 +281,11 @@ def first_difference(
         "mapping_score": score,
         "repeated": repeated,
         "reorder": reorder,
+        "mapping": tuple(mapping),
     }
     if complete:
         counts["differing"] = len(found.changed) + len(found.missing) + len(found.extra)
+        counts["missing"], counts["extra"] = len(found.missing), len(found.extra)
         counts["total"] = len(g) - len(rg) + found.pairs + len(found.missing) + len(found.extra)
     else:
         counts["gold_rows"], counts["pred_rows"] = len(gold), len(pred)

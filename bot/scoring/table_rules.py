@@ -20,6 +20,7 @@ from bot.scoring.column_mappings import approx_columns, candidate_mappings, proj
 from bot.scoring.firstdiff import MAX_ROWS, first_difference, row_counts
 from bot.scoring.row_matching import dedupe, drop_tie_run, multiset_equal, order_ok
 from bot.scoring.table_state import Comparison, Rule, TableVerdict
+from bot.scoring.type_notes import by_name, type_notes, with_lead
 from bot.scoring.values import FAST_OIDS, normalize_rows
 
 MAX_EXPLAINED_MAPPINGS = 8
@@ -177,7 +178,8 @@ def row_order(c: Comparison) -> TableVerdict | None:
 
 def explained_mismatch(c: Comparison) -> TableVerdict | None:
     """The mismatch, explained by the first difference between aligned rows (firstdiff.py), found only now that
-    the verdict is decided. Under set semantics both sides are compared as distinct rows."""
+    the verdict is decided, led by the columns whose values differ only by type (type_notes.py). Under set
+    semantics both sides are compared as distinct rows."""
     gold, pred, opts, g, p, tried = c.gold, c.pred, c.opts, c.g, c.p, c.tried
     diff = first_difference(
         g,
@@ -191,17 +193,24 @@ def explained_mismatch(c: Comparison) -> TableVerdict | None:
         distinct=opts.rows == "set",
         positional=opts.columns == "positional",
     )
+    mapping = (
+        diff.mapping if diff is not None and diff.mapping else (tried[0] if tried else by_name(gold, pred))
+    )
+    notes = type_notes(gold, pred, g, p, mapping, distinct=opts.rows == "set")
+    typed = {"types": [n.details() for n in notes]} if notes else {}
     if not tried and (diff is None or diff.mapping_score == 0):
         names = ", ".join(gold.columns)
-        return c.verdict(False, "mismatch", f"no column of the prediction lines up with the gold's ({names})")
+        text = f"no column of the prediction lines up with the gold's ({names})"
+        return c.verdict(False, "mismatch", with_lead(notes, text), typed or None)
     if diff is not None:
-        counts = {"gold_rows": diff.gold_rows, "pred_rows": diff.pred_rows}
-        return c.verdict(False, "mismatch", diff.message(), {**counts, "first_difference": diff.details()})
+        counts = {"gold_rows": diff.gold_rows, "pred_rows": diff.pred_rows, **typed}
+        message = with_lead(notes, diff.message())
+        return c.verdict(False, "mismatch", message, {**counts, "first_difference": diff.details()})
     gn, pn = len(g), len(dedupe(project(p, tried[0])) if opts.rows == "set" else p)
     text = row_counts(gn, pn) if gn != pn else "rows differ"
     if max(len(g), len(p)) > MAX_ROWS:
         text += f" (no aligned difference in the first {MAX_ROWS:,} rows of each side)"
-    return c.verdict(False, "mismatch", text, {"gold_rows": gn, "pred_rows": pn})
+    return c.verdict(False, "mismatch", with_lead(notes, text), {"gold_rows": gn, "pred_rows": pn, **typed})
 
 
 # The registry: the rules in the order they apply. A new rule is one line here.

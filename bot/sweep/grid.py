@@ -1,13 +1,17 @@
-"""A sweep's grid file (YAML): named settings and/or axes whose cartesian product is taken, each setting a model,
-a temperature, an agent spec, a preset and a repeat count. Validated with pydantic; an error names the file and
-the key.
+"""A sweep's grid file (YAML): named settings and/or axes, each setting a model, a temperature, an agent spec, a
+preset and a repeat count. Validated with pydantic; an error names the file, the line and the key.
 
     settings:                       # explicit settings
-      - {name: small, model: qwen2.5-coder-1.5b, temperature: 0}
-    axes:                           # optional: the product, each combination named from its values
-      model: [gpt-4o-mini, gpt-4o]
+      - {name: small, model: qwen2.5-coder-1.5b}
+      - {name: large, model: qwen2.5-coder-7b}
+    axes:                           # optional: the cartesian product of the values
       temperature: [0, 0.7]
     repeat: 3                       # optional default for every setting
+
+Only `settings`: those settings. Only `axes`: their product, each combination named from its values
+(`gpt-4o-t0.7`). Both: the product of the two, every setting with every combination of the axes, named
+`<setting>-<values>` (`small-t0`, `small-t0.7`, `large-t0`, `large-t0.7`), setting-major; a setting may not set a
+field an axis varies (which would win is not obvious: the grid is refused, naming the line).
 """
 
 from __future__ import annotations
@@ -15,13 +19,14 @@ from __future__ import annotations
 import itertools
 import re
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import AfterValidator, Field, ValidationError, field_validator
 
 from bot.base.errors import ConfigError
 from bot.base.results import FrozenModel, RunSetting
 from bot.base.yamlread import LineDict, LineList, load_yaml_file
+from bot.config.presets import check_preset
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 NAME_RULE = "1 to 64 of A-Z a-z 0-9 . _ -, starting with a letter or digit"
@@ -36,15 +41,23 @@ def check_name(name: str) -> str:
     return name
 
 
+# A setting's fields, bounded the same in `settings` and in `axes`.
+ModelName = Annotated[str, Field(min_length=1, max_length=200)]
+Temperature = Annotated[float, Field(ge=0, le=2)]
+AgentSpec = Annotated[str, Field(min_length=1, max_length=500)]
+Preset = Annotated[str, AfterValidator(check_preset)]  # one the evaluator knows (bot.config.presets)
+Repeat = Annotated[int, Field(ge=1, le=50)]
+
+
 class Setting(FrozenModel):
     """One setting of the grid: what one column of the sweep's table evaluated. Unset fields keep the config's."""
 
     name: str
-    model: str | None = Field(default=None, min_length=1, max_length=200)
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    agent: str | None = Field(default=None, min_length=1, max_length=500)
-    preset: str | None = Field(default=None, min_length=1, max_length=100)
-    repeat: int | None = Field(default=None, ge=1, le=50)
+    model: ModelName | None = None
+    temperature: Temperature | None = None
+    agent: AgentSpec | None = None
+    preset: Preset | None = None
+    repeat: Repeat | None = None
 
     @field_validator("name")
     @classmethod
@@ -57,11 +70,13 @@ class Setting(FrozenModel):
 
 
 class Axes(FrozenModel):
-    model: list[str] | None = Field(default=None, min_length=1)
-    temperature: list[float] | None = Field(default=None, min_length=1)
-    agent: list[str] | None = Field(default=None, min_length=1)
-    preset: list[str] | None = Field(default=None, min_length=1)
-    repeat: list[int] | None = Field(default=None, min_length=1)
+    """Each axis's values (an error names `axes.<field>[i]` and its line)."""
+
+    model: list[ModelName] | None = Field(default=None, min_length=1)
+    temperature: list[Temperature] | None = Field(default=None, min_length=1)
+    agent: list[AgentSpec] | None = Field(default=None, min_length=1)
+    preset: list[Preset] | None = Field(default=None, min_length=1)
+    repeat: list[Repeat] | None = Field(default=None, min_length=1)
 
 
 class GridFile(FrozenModel):
@@ -76,8 +91,8 @@ def _value_name(value: Any) -> str:
     return _UNSAFE.sub("_", str(value)).strip("_.") or "x"
 
 
-def axis_settings(axes: Axes) -> list[Setting]:
-    """The cartesian product of the axes, in the file's order, each named from its values (`gpt-4o-t0.7`)."""
+def _combinations(axes: Axes) -> list[tuple[str, dict[str, Any]]]:
+    """The cartesian product of the axes, in the file's order: (name from the values, the fields it sets)."""
     given = [(name, getattr(axes, name)) for name in AXES if getattr(axes, name) is not None]
     if not given:
         return []
@@ -87,8 +102,38 @@ def axis_settings(axes: Axes) -> list[Setting]:
             ("t" if name == "temperature" else "r" if name == "repeat" else "") + _value_name(value)
             for (name, _), value in zip(given, combo, strict=True)
         ]
-        name = "-".join(parts)[:64].strip("-._") or "setting"
-        out.append(Setting(name=name, **dict(zip((n for n, _ in given), combo, strict=True))))
+        out.append(("-".join(parts), dict(zip((n for n, _ in given), combo, strict=True))))
+    return out
+
+
+def _short(name: str) -> str:
+    return name[:64].strip("-._") or "setting"
+
+
+def axis_settings(axes: Axes) -> list[Setting]:
+    """The cartesian product of the axes, each combination named from its values (`gpt-4o-t0.7`)."""
+    return [Setting(name=_short(name), **fields) for name, fields in _combinations(axes)]
+
+
+def crossed(settings: list[Setting], axes: Axes, *, source: str, data: Any) -> list[Setting]:
+    """Every setting with every combination of the axes (setting-major), named `<setting>-<values>`. A setting
+    that sets a field an axis varies is refused (ConfigError naming its line)."""
+    combos = _combinations(axes)
+    if not combos:
+        return settings
+    varied = [name for name in AXES if getattr(axes, name) is not None]
+    out = []
+    for i, s in enumerate(settings):
+        both = [name for name in varied if getattr(s, name) is not None]
+        if both:
+            raise ConfigError(
+                f"`settings[{i}].{both[0]}`: setting {s.name!r} sets `{both[0]}`, which `axes.{both[0]}` varies; "
+                "the grid is the product of settings and axes: drop one of the two",
+                path=source,
+                line=_line(data, ("settings", i, both[0])),
+            )
+        for name, fields in combos:
+            out.append(Setting(**{**s.model_dump(), "name": _short(f"{s.name}-{name}"), **fields}))
     return out
 
 
@@ -109,8 +154,9 @@ def _line(data: Any, loc: tuple[int | str, ...]) -> int | None:
 
 
 def parse_grid(data: Any, *, source: str) -> list[Setting]:
-    """The grid's settings, explicit ones first, then the axes' product; the file-wide `repeat` fills in a
-    setting's own. ConfigError (exit 2) names `source` and the key."""
+    """The grid's settings: the explicit ones, the axes' product, or (both given) every setting crossed with the
+    axes' product; the file-wide `repeat` fills in a setting's own. ConfigError (exit 2) names `source`, the line
+    and the key."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -124,7 +170,9 @@ def parse_grid(data: Any, *, source: str) -> list[Setting]:
         raise ConfigError(f"`{_location(loc)}`: {msg}", path=source, line=_line(data, loc)) from None
     settings = list(grid.settings)
     if grid.axes is not None:
-        settings += axis_settings(grid.axes)
+        settings = (
+            crossed(settings, grid.axes, source=source, data=data) if settings else axis_settings(grid.axes)
+        )
     if not settings:
         raise ConfigError("no setting: give `settings` or `axes`", path=source)
     if grid.repeat is not None:

@@ -87,12 +87,15 @@ def first_section(comment: str) -> str:
 
 
 def cause_lines(section: str) -> dict[str, tuple[str, set[str]]]:
-    """{file: (where, case ids)} of the bullets `- `file` where (changed here) → **N regressed**: ids`."""
+    """{file: (where, case ids)} of the bullets `- `file` where (changed here) → **N regressed**`, the ids on
+    the bullet's line (`: ids`) or, when many, folded under its diff."""
     found = {}
-    for line in section.splitlines():
-        m = re.match(r"^- `([^`]+)` (.+?) \(changed here\) → \*\*(\d+) regressed\*\*: (.*)$", line)
+    for item in re.split(r"^(?=- )", section, flags=re.M)[1:]:
+        item = re.split(r"^(?=[^ \n])", item, flags=re.M)[1]  # the bullet and its indented lines
+        m = re.match(r"^- `([^`]+)` (.+?) \(changed here\) → \*\*(\d+) regressed\*\*", item)
         if m:
-            ids = set(re.findall(r"`([^`]+)`", m[4]))
+            prose = re.sub(r"^  ```diff\n.*?^  ```\n", "", item[m.end() :], flags=re.M | re.S)
+            ids = set(re.findall(r"`([^`]+)`", prose))
             assert len(ids) == int(m[3])
             found[m[1]] = (m[2], ids)
     return found
@@ -121,11 +124,16 @@ def test_each_planted_regression_is_traced_to_the_lines_it_edits(
     # under each the cases that used it: together, exactly the cases it breaks.
     assert set().union(*(ids for _, ids in causes.values())) == breaks
     assert "Not explained by this diff" not in section
-    # every regressed case says which changed lines explain it, and shows its gold SQL
-    for case in comparison.judged_as("regressed"):
-        assert case.gold_sql, case.id
-        block = comment[comment.index(f"<details><summary><code>{case.id}</code>") :]
+    # every regressed case keeps its gold SQL; the comment shows the SQL of an example of each cause, which
+    # says which changed lines explain it, and the HTML report names the cause of every case
+    assert all(case.gold_sql for case in comparison.judged_as("regressed"))
+    examples = [i for i in re.findall(r"<details><summary><code>([^<]+)</code>", comment) if i in breaks]
+    assert examples
+    for case_id in examples:
+        block = comment[comment.index(f"<details><summary><code>{case_id}</code>") :]
         assert "**Cause:** `" + SUITE + "/kb/" in block[: block.index("</details>")]
+    html = (out / "report.html").read_text()
+    assert html.count('<div class="cause-ref">cause: ') >= len(breaks)
 
 
 def test_a_change_outside_the_kb_is_not_explained(shop_repo: Path, pg_dsn: str, tmp_path: Path) -> None:

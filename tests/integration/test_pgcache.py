@@ -6,7 +6,10 @@ when the step ends, and starts again on it after a restore that left it to anoth
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg2
@@ -39,13 +42,29 @@ def _query(dsn: str, sql: str) -> list[tuple[object, ...]]:
         conn.close()
 
 
+def _open_folder() -> Path:
+    """A folder whose every parent lets others pass, as the image's workspace (pytest's own are below a 0700
+    folder, which sqlcanary does not open: the data would not be kept there, bot.db.serverhome)."""
+    folder = Path(tempfile.mkdtemp(prefix="sqlcanary-pgcache-", dir="/tmp"))
+    folder.chmod(0o755)
+    return folder
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    folder = _open_folder()
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture(scope="module")
-def seed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def seed() -> Iterator[Path]:
     """An initialised data directory, stopped: what the image holds in /var/cache/sqlcanary."""
-    root = tmp_path_factory.mktemp("seed")
+    root = _open_folder()
     provision(dsn=None, cache_dir=root)
     release(root / f"pg{_embedded_major()}", (0, 0))
-    return root
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def test_the_data_is_kept_with_the_cache_and_given_back_after_a_restore(seed: Path, tmp_path: Path) -> None:

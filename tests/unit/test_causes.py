@@ -6,6 +6,7 @@ rendered into golden comment and HTML files: `SQLCANARY_UPDATE_GOLDEN=1` rewrite
 
 from __future__ import annotations
 
+import html as html_lib
 import json
 import re
 import shutil
@@ -20,7 +21,9 @@ from bot.compare.causes import Regressed, explain_comparison, link_causes
 from bot.compare.comparison import COMPARISON_SCHEMA_VERSION, Comparison, compare_runs
 from bot.compare.diff import FileDiff, Hunk, added_file, parse_diff
 from bot.compare.spans import suite_folder
+from bot.github.publish import with_lead
 from bot.kb.files import KBFiles
+from bot.modes.repair import no_repair_note
 from bot.repair.context import failure_context
 from bot.repair.prompts import case_messages
 from bot.report.render import render_comment, render_html, render_summary
@@ -174,17 +177,45 @@ def _first_section(comment: str) -> str:
     return comment[start : comment.index("\n#", start + 5)]
 
 
+def cause_items(section: str) -> dict[str, set[str]]:
+    """{file: case ids} of the causes' bullets: the ids on the bullet's line, or folded under its diff."""
+    found = {}
+    for item in re.split(r"^(?=- )", section, flags=re.M)[1:]:
+        if not item.startswith("- `"):
+            continue
+        item = re.split(r"^(?=[^ \n])", item, flags=re.M)[1]  # up to the first line not indented
+        prose = re.sub(r"^  ```diff\n.*?^  ```\n", "", item, flags=re.M | re.S)
+        spans = re.findall(r"`([^`]+)`", prose)
+        found[spans[0]] = set(spans[1:])
+    return found
+
+
+def unfolded(text: str) -> str:
+    """`text` without its folded parts (every outermost <details> … </details>)."""
+    kept, depth = [], 0
+    for line in text.splitlines():
+        opened = line.lstrip().startswith("<details>")
+        depth += opened
+        if depth == 0:
+            kept.append(line)
+        depth -= line.rstrip().endswith("</details>")
+    return "\n".join(kept)
+
+
+def occurrences(case_id: str, text: str) -> int:
+    return len(re.findall(rf"(?<![\w-]){re.escape(case_id)}(?![\w-])", text))
+
+
 def test_the_comment_opens_with_the_causes(two_causes: Comparison) -> None:
     text = render_comment(two_causes)
     first = _first_section(text)
     assert first.startswith("\n### Why: the lines this change touched")
     assert text.index("### Why") < text.index("| Regressed |") < text.index("### Regressed (16)")
-    for line in first.splitlines():
-        if line.startswith("- `"):
-            ids = set(re.findall(r"`([^`]+)`", line.split("regressed**:", 1)[1]))
-            file = line[3 : line.index("`", 3)]
-            assert ids == {c.file: set(c.cases) for c in two_causes.causes}[file]
+    assert cause_items(first) == {c.file: set(c.cases) for c in two_causes.causes}
     assert "  -  - tz_type = 'local'\n  +filters: []" in first
+    # few cases on the bullet's line, many folded under its diff
+    assert "→ **1 regressed**: `shop-ads-cpc-by-region-q4`" in first
+    assert "→ **15 regressed**\n" in first and "<details><summary>the 15 cases</summary>" in first
     assert_inert(text)
 
 
@@ -211,6 +242,94 @@ def test_two_cause_golden_comment_and_html(two_causes: Comparison) -> None:
     html = render_html(two_causes, head=head, base=base)
     assert_golden("causes_report.html", html)
     assert html.index('id="causes"') < html.index('id="regressed"') < html.index("<h2>Charts</h2>")
+
+
+# --- the one-line fixture: the issue's planted pull request ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def one_line() -> Comparison:
+    """`missing_tz_filter` alone, checked with attribution (make_fixture.py one-line): one broken KB line, 15
+    regressed cases, the attribution's notes among the warnings; the Action found no repair, with no LLM."""
+    return Comparison.model_validate_json((FIXTURE / "one_line" / "comparison.json").read_text())
+
+
+def one_line_comment(cmp: Comparison) -> str:
+    """The sticky comment as the Action posts it: no LLM configured, and the only revert is the whole change."""
+    lead = "**Repair:** " + no_repair_note(llm_asked=False, revert="whole")
+    return with_lead(render_comment(cmp, details_url="https://example.test/runs/42#report"), lead)
+
+
+def test_the_one_line_fixture_is_the_planted_pull_request(one_line: Comparison) -> None:
+    regressed = {c.id for c in one_line.judged_as("regressed")}
+    assert regressed == breaks("missing_tz_filter") and len(regressed) == 15
+    assert [(c.file, c.where) for c in one_line.causes] == [(f"{SUITE}/kb/metrics/dau.yaml", "line 9")]
+    assert set(one_line.causes[0].cases) == regressed and one_line.unexplained == ()
+    # the attribution's notes name the 15 cases again, twice: the comment must not
+    assert sum(all(i in w for i in regressed) for w in one_line.warnings) == 2
+
+
+def test_the_planted_pull_requests_comment_is_short_and_names_each_case_once(one_line: Comparison) -> None:
+    text = one_line_comment(one_line)
+    assert_golden("causes_one_line_comment.md", text)
+    assert len(text) <= 8000
+    assert_inert(text)
+    head, rest = text.split("\n### Regressed (15)", 1)
+    for case in breaks("missing_tz_filter"):
+        assert occurrences(case, head) == 1, case  # under the cause only: not in the gate line nor the notes
+        assert occurrences(case, unfolded(rest)) == 0, case  # the table and the SQL are folded
+    assert "> **Gate:** 15 case(s) regressed, more than the 0 allowed: the 15 cases above" in head
+    assert "alone makes the 15 cases above pass again: that change broke them" in head
+    assert text.count("<details>") == text.count("</details>")
+
+
+def test_the_first_screen_is_verdict_rates_cause_and_repair(one_line: Comparison) -> None:
+    lines = [line for line in one_line_comment(one_line).splitlines() if line.strip()][:15]
+    screen = "\n".join(lines)
+    for part in (
+        "## sqlcanary: ❌ FAIL: 15 regressed cases",
+        "**Repair:** no repair: no LLM configured, and the only revert that restores these cases undoes every "
+        "KB change of the pull request",
+        "**Pass rate** 100.0% → **53.1%**",
+        f"- `{SUITE}/kb/metrics/dau.yaml` line 9 (changed here) → **15 regressed**",
+        "  +filters: []",
+    ):
+        assert part in screen, part
+    assert "no repair holds" not in one_line_comment(one_line)
+
+
+def test_the_html_report_and_the_summary_keep_what_the_comment_folds(one_line: Comparison) -> None:
+    comment = one_line_comment(one_line)
+    html, summary = render_html(one_line), render_summary(one_line)
+    cut = [c for c in one_line.judged_as("regressed") if f"| `{c.id}` |" not in comment]
+    assert len(cut) == 5  # the comment lists 10 rows, and says so
+    assert "16 cases" not in comment and "15 cases: the first 10 here" in comment
+    for case in one_line.judged_as("regressed"):
+        assert case.question.replace("_", "\\_") in summary and case.id in html
+    page = html_lib.unescape(re.sub(r"<[^>]+>", "", html))
+    for note in one_line.warnings:  # the full notes, every id
+        assert note.replace("`", "") in page
+
+
+@pytest.mark.parametrize(
+    ("llm_asked", "kind", "says"),
+    [
+        (
+            False,
+            "whole",
+            "no LLM configured, and the only revert that restores these cases undoes every KB change",
+        ),
+        (
+            True,
+            "failed",
+            "no LLM edit fixed a case, and no partial revert of the pull request's KB changes holds",
+        ),
+        (False, "none", "no KB change of the pull request was found to cause them"),
+        (False, "", "no revert was tried"),
+    ],
+)
+def test_no_repair_says_why(llm_asked: bool, kind: str, says: str) -> None:
+    assert says in no_repair_note(llm_asked=llm_asked, revert=kind)
 
 
 @pytest.mark.parametrize("limit", [3000, 6000, 20_000])

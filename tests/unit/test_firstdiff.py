@@ -101,7 +101,7 @@ def test_positional_columns_are_explained_by_position() -> None:
     pred = rs("dau, month", (NUMERIC, DATE), [(v, m) for m, v in GOLD_MONTHS.rows])
     v = compare(GOLD_MONTHS, pred, columns="positional")
     assert v.message == (
-        "12 of 12 rows differ; row (month=2025-07-01, dau=100) is missing from the prediction; "
+        "6 rows missing, 6 extra (of 6 gold rows); row (month=2025-07-01, dau=100) is missing from the prediction; "
         "the prediction's columns line up with the gold's in this order: month, dau"
     )
 
@@ -148,13 +148,13 @@ def test_a_missing_row_and_an_extra_row_are_each_named() -> None:
     gold = rs("region, gmv", (TEXT, INT4), [("ID", 5), ("PH", 6), ("TH", 7)])
     missing = compare(gold, rs("region, gmv", (TEXT, INT4), [("TH", 7), ("ID", 5)]), keys=((0,),))
     assert missing.message == (
-        "row count differs: gold has 3 rows, prediction has 2; 1 of 3 rows differs; "
+        "row count differs: gold has 3 rows, prediction has 2; 1 row missing (of 3 gold rows); "
         "row (region='PH') is missing from the prediction (gold: `gmv` 6)"
     )
     assert missing.details["first_difference"]["kind"] == "missing"
     extra = compare(gold, rs("region, gmv", (TEXT, INT4), gold.rows + [("XX", 1)]), keys=((0,),))
     assert extra.message == (
-        "row count differs: gold has 3 rows, prediction has 4; 1 of 4 rows differs; "
+        "row count differs: gold has 3 rows, prediction has 4; 1 row extra (of 3 gold rows); "
         "row (region='XX') is not in the gold (prediction: `gmv` 1)"
     )
     assert extra.details["first_difference"] == {
@@ -169,6 +169,8 @@ def test_a_missing_row_and_an_extra_row_are_each_named() -> None:
         "row": {"gmv": "1"},
         "differing": 1,
         "total": 4,
+        "missing": 0,
+        "extra": 1,
     }
 
 
@@ -176,13 +178,17 @@ def test_a_changed_value_is_reported_before_a_missing_row() -> None:
     gold = rs("region, gmv", (TEXT, INT4), [("ID", 5), ("PH", 6), ("TH", 7)])
     pred = rs("region, gmv", (TEXT, INT4), [("ID", 5), ("TH", 8)])
     v = compare(gold, pred, keys=((0,),))
-    assert v.message.endswith("2 of 3 rows differ; `gmv` for (region='TH'): gold 7, prediction 8")
+    assert v.message.endswith(
+        "1 row changed, 1 missing (of 3 gold rows); `gmv` for (region='TH'): gold 7, prediction 8"
+    )
 
 
 def test_a_row_repeated_more_often_on_one_side_is_counted_not_called_missing() -> None:
     gold = rs("v", (INT4,), [(1,), (1,), (2,)])
     v = compare(gold, rs("v", (INT4,), [(1,), (2,)]))
-    assert v.message.endswith("1 of 3 rows differs; row (v=1) is 2 times in the gold, 1 in the prediction")
+    assert v.message.endswith(
+        "1 row missing (of 3 gold rows); row (v=1) is 2 times in the gold, 1 in the prediction"
+    )
     assert v.details["first_difference"]["copies"] == [2, 1]
 
 
@@ -195,7 +201,7 @@ def test_a_row_within_the_tolerance_is_no_missing_row() -> None:
 def test_an_empty_prediction_names_the_first_gold_row() -> None:
     v = compare(GOLD_MONTHS, rs("month, dau", (DATE, NUMERIC), []), keys=((0,),))
     assert v.message == (
-        "row count differs: gold has 6 rows, prediction has 0; 6 of 6 rows differ; "
+        "row count differs: gold has 6 rows, prediction has 0; 6 rows missing (of 6 gold rows); "
         "row (month=2025-07-01) is missing from the prediction (gold: `dau` 100)"
     )
 
@@ -203,14 +209,17 @@ def test_an_empty_prediction_names_the_first_gold_row() -> None:
 def test_a_row_whose_key_the_other_side_holds_is_named_whole() -> None:
     gold = rs("k, v", (TEXT, INT4), [("a", 1), ("b", 2)])
     v = compare(gold, rs("k, v", (TEXT, INT4), [("a", 1), ("a", 7), ("b", 2)]), keys=((0,),))
-    assert v.message.endswith("1 of 3 rows differs; row (k='a', v=7) is not in the gold")
+    assert v.message.endswith("1 row extra (of 2 gold rows); row (k='a', v=7) is not in the gold")
 
 
 def test_several_rows_under_one_key_are_not_paired_by_guess() -> None:
     gold = rs("k, v", (TEXT, INT4), [("a", 1), ("a", 2), ("b", 3)])
     pred = rs("k, v", (TEXT, INT4), [("a", 5), ("a", 6), ("b", 3)])
     v = compare(gold, pred, keys=((0,),))
-    assert v.message == "4 of 5 rows differ; row (k='a', v=1) is missing from the prediction"
+    assert (
+        v.message
+        == "2 rows missing, 2 extra (of 3 gold rows); row (k='a', v=1) is missing from the prediction"
+    )
 
 
 # --- which columns align the rows -------------------------------------------------------------------------------
@@ -271,7 +280,9 @@ def test_without_any_agreeing_column_a_lone_row_pair_is_still_compared() -> None
     v = compare(gold, rs("v", (INT4,), [(1,), (2,), (4,)]))
     assert v.message == "1 of 3 rows differs; `v`: gold 3, prediction 4"
     many = compare(gold, rs("v", (INT4,), [(1,), (5,), (6,)]))
-    assert many.message == "4 of 5 rows differ; row (v=2) is missing from the prediction"
+    assert (
+        many.message == "2 rows missing, 2 extra (of 3 gold rows); row (v=2) is missing from the prediction"
+    )
 
 
 def test_ties_between_keys_resolve_the_same_way_every_time() -> None:
@@ -381,7 +392,7 @@ def test_beyond_the_limit_no_row_is_called_missing() -> None:
         CountingRows(50), CountingRows(49), columns=("k", "v"), pred_columns=("k", "v"), abs_tol=0, rel_tol=0
     )
     assert small is not None and small.message() == (
-        "row count differs: gold has 50 rows, prediction has 49; 1 of 50 rows differs; "
+        "row count differs: gold has 50 rows, prediction has 49; 1 row missing (of 50 gold rows); "
         "row (k=49, v=98) is missing from the prediction"
     )
 

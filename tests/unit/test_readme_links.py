@@ -1,5 +1,5 @@
 """Issue 17, item 8: the README links only what the repository holds (it linked `design/VERDICTS.md`, which is
-not in it), and documents the answer a `command:` agent prints, not only a `python:` agent's."""
+not in it); issue 25, item 10: the agent contract (what a `command:` agent gets and prints) is in one place."""
 
 from __future__ import annotations
 
@@ -19,7 +19,24 @@ def test_every_relative_link_and_named_design_file_exists() -> None:
     assert not [n for n in named if not (REPO / n).exists()], named
 
 
-def test_the_command_agent_answer_shape_is_documented() -> None:
-    line = next(i for i, text in enumerate(README.splitlines()) if text.strip().startswith("- `command:CMD`"))
-    entry = "\n".join(README.splitlines()[line : line + 4])
-    assert '{"sql": ' in entry and '"used"' in entry and '{"error": ' in entry
+def test_the_agent_contract_is_in_one_place() -> None:
+    """The request, every answer shape, failures and the sandbox's needs live in one section (issue 25, item 10),
+    and the other places that mention agents point there instead of restating it."""
+    section = re.search(r"^## The agent contract\n(.*?)^## ", README, re.S | re.M)
+    assert section, "README.md has no '## The agent contract' section"
+    text = section.group(1)
+    for shape in (
+        '{"sql": ',
+        '"used": ',
+        '{"error": ',
+        '"question": ',
+        '"attempt": ',
+        "`command:CMD`",
+        "`python:",
+    ):
+        assert shape in text, shape
+    for topic in ("timeout", "1 MiB", "agent.env", "--sandbox", "agent.inputs", "persistent"):
+        assert topic in text, topic
+    elsewhere = README.replace(section.group(0), "")
+    assert '{"error": "why not"}' not in elsewhere  # the answer shapes are not restated in a second place
+    assert elsewhere.count("(#the-agent-contract)") >= 2

@@ -31,6 +31,7 @@ from bot.report.render import (
     render_junit,
     render_summary,
 )
+from bot.report.view import COMMENT_DETAILS, COMMENT_ROWS
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "golden"
 UPDATE = os.environ.get("SQLCANARY_UPDATE_GOLDEN") == "1"
@@ -377,7 +378,9 @@ def test_comment_with_2000_regressions_fits_and_stays_well_formed() -> None:
     assert text.startswith(MARKER + "\n")
     assert_inert(text)
     shown = _shown_rows(text)
-    assert 100 < shown < 2000
+    assert shown == COMMENT_ROWS  # the comment's cut; the summary and the HTML report list every case
+    assert text.count("<details>") == COMMENT_DETAILS + 2  # the folded table, the folded SQL and its cases
+    assert len(render_summary(cmp, details_url=DETAILS_URL)) > 20 * len(text)
     last = text.rstrip("\n").splitlines()[-1]
     assert last == f"… {2000 - shown} more cases, see the [full report]({DETAILS_URL})"
     assert "`case-0000`" in text  # the first rows are kept, whole
@@ -395,9 +398,9 @@ def test_every_limit_is_met_by_cutting_whole_rows_and_blocks(limit: int) -> None
 
 def test_sql_blocks_go_before_rows() -> None:
     cmp = big_comparison(40)
-    full = render_comment(cmp, limit=10**7)
+    full = render_summary(cmp, limit=10**7)
     assert full.count("<details>") == 40
-    text = render_comment(cmp, limit=len(full) - 1)
+    text = render_summary(cmp, limit=len(full) - 1)
     assert _shown_rows(text) == 40  # every row kept ...
     assert 0 < text.count("<details>") < 40  # ... some SQL blocks dropped
     assert_inert(text)

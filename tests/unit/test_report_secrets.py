@@ -11,12 +11,11 @@ import pytest
 
 from bot.agents import AgentContext, make_agent
 from bot.base.results import CaseResult, Prediction, RunMeta, RunResult, summarize
-from bot.base.secrets import redact_model
+from bot.base.secrets import redact_model, scrub_rendered
 from bot.cases.model import Case
 from bot.compare.comparison import compare_runs
 from bot.github.comment import hidden_marker
 from bot.report.marker import MARKER, MAX_KEY_CHARS, comment_marker, marker_for, marker_key, valid_marker_key
-from bot.report.redact import scrub_rendered
 from bot.report.render import FORMATS, render, render_comment
 from bot.run.case_results import case_result
 

@@ -118,7 +118,7 @@ def test_check_writes_report_html_with_causes_and_latency(tmp_path: Path, runs, 
     base, head = runs
     write_run(tmp_path / "base.json", base)
     write_run(tmp_path / "head.json", head)
-    files = write_reports(kb_and_answers, base, head, tmp_path, secrets=())
+    _, files = write_reports(kb_and_answers, base, head, tmp_path, secrets=())
     assert "report.html" in files
     html = (tmp_path / "report.html").read_text()
     assert 'id="causes"' in html and "<svg" in html[html.index('id="chart-latency"') :][:2000]

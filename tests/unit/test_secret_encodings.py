@@ -19,11 +19,11 @@ from bot.base.secrets import (
     encoded_forms,
     redact_model,
     scrub,
+    scrub_rendered,
     secret_forms,
     secret_values,
 )
 from bot.github.workflow import add_mask
-from bot.report.redact import scrub_rendered
 
 TOKEN = "ghs_16C7e42F292c6912E7710c838347Ae178B4a"
 URL_PW = "p@ss w/rd+&?x=1"  # every character percent-encoding touches

@@ -19,6 +19,9 @@ GRID = """\
 settings:
   - {name: small, model: qwen2.5-coder-1.5b, temperature: 0}
   - {name: ref, agent: gold, repeat: 1}
+repeat: 3
+"""
+AXES = """\
 axes:
   model: [gpt-4o-mini, gpt-4o]
   temperature: [0, 0.7]
@@ -32,18 +35,16 @@ def grid(tmp_path, text: str = GRID):
     return path
 
 
-def test_settings_then_the_product_of_the_axes_named_from_their_values(tmp_path):
+def test_settings_alone_are_those_settings_and_a_settings_own_repeat_wins(tmp_path):
     settings = load_grid(grid(tmp_path))
-    assert [s.name for s in settings] == [
-        "small",
-        "ref",
-        "gpt-4o-mini-t0",
-        "gpt-4o-mini-t0.7",
-        "gpt-4o-t0",
-        "gpt-4o-t0.7",
-    ]
+    assert [s.name for s in settings] == ["small", "ref"]
     assert settings[1].repeat == 1 and settings[0].repeat == 3  # a setting's own repeat wins over the file's
-    assert (settings[3].model, settings[3].temperature) == ("gpt-4o-mini", 0.7)
+
+
+def test_axes_alone_are_their_product_named_from_their_values(tmp_path):
+    settings = load_grid(grid(tmp_path, AXES))
+    assert [s.name for s in settings] == ["gpt-4o-mini-t0", "gpt-4o-mini-t0.7", "gpt-4o-t0", "gpt-4o-t0.7"]
+    assert (settings[1].model, settings[1].temperature, settings[1].repeat) == ("gpt-4o-mini", 0.7, 3)
 
 
 def test_plan_prints_one_entry_per_setting_and_shard_without_unset_fields(tmp_path, capsys):
@@ -53,7 +54,7 @@ def test_plan_prints_one_entry_per_setting_and_shard_without_unset_fields(tmp_pa
     matrix = json.loads(printed)
     assert json.loads(out.read_text()) == matrix
     include = matrix["include"]
-    assert len(include) == 6 * 2
+    assert len(include) == 2 * 2
     assert include[0] == {
         "setting": "small",
         "index": 1,

@@ -1,0 +1,64 @@
+"""A check reads each side's suite once in its own process (bot.check.sides.Side keeps what it read): the base
+run's cache key, the reports' gold SQL and the attribution all take the side's suite, none parses it again. The
+children that evaluate each tree are other processes, with their own reads."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from bot.cases import loader
+from bot.cli import main
+from bot.compare.comparison import Comparison
+from tests.support.tinyrepo import git
+
+pytestmark = pytest.mark.integration
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "attribution"
+FOLDER = "analytics"
+
+if shutil.which("git") is None:  # pragma: no cover - CI has git
+    pytest.skip("git is not installed", allow_module_level=True)
+
+
+def test_a_check_with_attribution_parses_each_sides_suite_once(tmp_path: Path, monkeypatch, pg_dsn: str):
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "tree", repo / FOLDER)
+    config = repo / FOLDER / "sqlcanary.yml"
+    config.write_text(
+        config.read_text().replace("command:PYTHON agent.py", f"command:{sys.executable} agent.py")
+    )
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    git(repo, "checkout", "-qb", "pr")
+    shutil.copytree(FIXTURES / "prs" / "three_hunks" / "kb", repo / FOLDER / "kb", dirs_exist_ok=True)
+    git(repo, "commit", "-qam", "three hunks")
+    git(repo, "checkout", "-q", "main")
+    monkeypatch.chdir(repo / FOLDER)
+    monkeypatch.setenv("SQLCANARY_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("GITHUB_BASE_REF", raising=False)
+
+    parsed: Counter[str] = Counter()
+    real = loader.load_suite
+
+    def counting(location: str | Path):
+        parsed[str(Path(location).resolve())] += 1
+        return real(location)
+
+    monkeypatch.setattr(loader, "load_suite", counting)
+    monkeypatch.setattr("bot.run.setup.load_suite", counting)
+    out = tmp_path / "out"
+    argv = ["check", "--base", "main", "--head", "pr", "--dsn", pg_dsn, "--out", str(out), "-q"]
+    assert main([*argv, "--attribute-calls", "60"]) == 1
+
+    comparison = Comparison.model_validate_json((out / "comparison.json").read_text())
+    assert sorted(c.id for c in comparison.of("regressed")) == ["revenue", "revenue-total"]
+    assert any("that change broke them" in w for w in comparison.warnings)  # the attribution ran
+    assert all(c.gold_sql for c in comparison.cases)  # the reports' gold SQL, from the head's suite
+    assert len(parsed) == 2, parsed  # the base's worktree and the head's
+    assert set(parsed.values()) == {1}, parsed
