@@ -53,7 +53,7 @@ def load_target(target: str, base_dir: str) -> Callable[..., Any]:
             sys.modules[spec.name] = module
             spec.loader.exec_module(module)
         else:
-            module = importlib.import_module(module_part)
+            module = _import_from(module_part, base_dir)
     except LoadError:
         raise
     except Exception as exc:  # user code failing at import
@@ -62,6 +62,15 @@ def load_target(target: str, base_dir: str) -> Callable[..., Any]:
     if not callable(fn):
         raise LoadError(f"python agent: {module_part} has no function {func_name!r}")
     return fn
+
+
+def _import_from(name: str, base_dir: str) -> Any:
+    """`name` imported with the agent's folder first on sys.path (sqlcanary's children start with Python's `-P`,
+    so the working folder is not on it), and kept there: the agent's module may import its siblings later."""
+    folder = str(Path(base_dir).absolute())
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return importlib.import_module(name)
 
 
 def encode_reply(reply: Any) -> dict[str, Any]:

@@ -27,7 +27,7 @@ def check_reachable(path: Path, *, who: str, what: str, read: bool = True, execu
     a folder itself searchable (and readable when `read`), a file readable (and executable when `execute`)."""
     path = Path(path).absolute()
     real = path.resolve()
-    for folder in reversed(real.parents):
+    for folder in _on_the_way(path):
         if not _other_may(folder, stat.S_IXOTH):
             _unreachable(who, what, path, folder, "o+x")
     if real.is_dir():
@@ -51,6 +51,17 @@ def check_command(argv: list[str], base_dir: str, env: Mapping[str, str] | None,
     for arg in argv[1:]:
         if not arg.startswith("-") and (base / arg).is_file():
             check_reachable(base / arg, who=who, what="the agent's file")
+
+
+def _on_the_way(path: Path) -> list[Path]:
+    """Every folder the kernel searches to open `path`: the folders above it as written (a venv's `bin/python`
+    is a link, but `/root/venv/bin` is searched before the link is followed) and, for each link on the way,
+    the folders above where it leads; top-down, each once."""
+    seen: dict[Path, None] = {}
+    for step in (*reversed(path.parents), path):
+        for folder in (*reversed(step.parents), *reversed(step.resolve().parents)):
+            seen.setdefault(folder, None)
+    return list(seen)
 
 
 def _unreachable(who: str, what: str, path: Path, blocker: Path, bits: str) -> None:

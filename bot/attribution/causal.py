@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.attribution.delta import Attribution, Status, attribute
-from bot.attribution.evaluator import AgentLike, TreeEvaluator
+from bot.attribution.evaluator import TreeEvaluator
+from bot.attribution.head_agent import AgentLike
 from bot.attribution.hunks import ChangeSet, kb_changes
 from bot.attribution.revert import RevertCandidate, partial_revert
 from bot.base.settings import Settings

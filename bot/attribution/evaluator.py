@@ -3,12 +3,13 @@
 The copy (the head tree's files, without `.git`, caches or sqlcanary's output) is made once; for each ask every
 changed KB file is written as the configuration wants it (bot.attribution.hunks.ChangeSet.texts), so an ask never
 depends on the one before, and the user's files are never touched. The agent is the head run's (the config
-bot.config.trusted decided, with its paths moved into the copy), started for each ask as `sqlcanary run` starts
-it: sandboxed when it runs the pull request's code and sqlcanary is root (bot.run.sandboxed), with only the
-allow-listed environment, its answers masked. Answers go through the answer cache keyed by the agent and KB
-fingerprints of the copy, so a configuration asked before (in this check or an earlier one) costs no call. The
-agent is the pull request's: `agent.inputs` never narrows that key, which covers every file of the copy (the
-KB's through the KB fingerprint, as each ask writes them), as `sqlcanary run --side head` does.
+bot.config.trusted decided; bot.attribution.head_agent), with its paths moved into the copy, started for each ask
+as `sqlcanary run` starts it: sandboxed when it runs the pull request's code and sqlcanary is root
+(bot.run.sandboxed), with only the allow-listed environment, its answers masked. Answers go through the answer
+cache keyed by the agent and KB fingerprints of the copy, so a configuration asked before (in this check or an
+earlier one) costs no call. The agent is the pull request's: `agent.inputs` never narrows that key, which covers
+every file of the copy (the KB's through the KB fingerprint, as each ask writes them), as `sqlcanary run --side
+head` does.
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ import os
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from bot.agents import AgentContext
 from bot.agents.env import agent_environment
 from bot.attribution.delta import Status
+from bot.attribution.head_agent import AgentLike, AgentSetup
 from bot.attribution.hunks import ChangeSet, kb_relative
 from bot.base.errors import ConfigError
 from bot.base.secrets import scrub
@@ -37,7 +39,6 @@ from bot.kb.files import KBFiles, write_bytes_atomic
 from bot.run.cache import AnswerCache
 from bot.run.fingerprint import (
     MAX_TREE_FILES,
-    AgentInputs,
     agent_fingerprint,
     file_digest,
     kb_fingerprint,
@@ -49,51 +50,6 @@ from bot.run.setup import default_run_options
 
 # Never copied: git's data, sqlcanary's output and caches, Python's byte code.
 _NOT_COPIED = frozenset({".git", ".sqlcanary", "sqlcanary-results", "__pycache__"})
-
-
-class AgentLike(Protocol):
-    """The agent the head was run with: bot.run.setup.AgentChoice, or AgentSetup."""
-
-    @property
-    def spec(self) -> str: ...
-    @property
-    def options(self) -> dict[str, Any]: ...
-    @property
-    def base_dir(self) -> str: ...
-    @property
-    def timeout_s(self) -> float: ...
-    @property
-    def inputs(self) -> AgentInputs: ...
-    @property
-    def remote(self) -> bool: ...
-
-
-@dataclass(frozen=True)
-class AgentSetup:
-    spec: str
-    options: dict[str, Any] = field(default_factory=dict)
-    base_dir: str = "."
-    timeout_s: float = 120.0
-    inputs: AgentInputs = AgentInputs()
-    remote: bool = False
-
-    @classmethod
-    def from_config(cls, config: Config) -> AgentSetup:
-        """The config's agent, as `sqlcanary run` without --agent chooses it (gold when none is set)."""
-        agent = config.agent
-        if agent is None:
-            return cls(spec="gold", base_dir=config.base_dir)
-        options = dict(agent.options) | ({"persistent": True} if agent.persistent else {})
-        if agent.spec.partition(":")[0].strip() == "llm" and config.config_file and "config" not in options:
-            options["config"] = config.config_file
-        return cls(
-            spec=agent.spec,
-            options=options,
-            base_dir=config.base_dir,
-            timeout_s=agent.timeout,
-            inputs=AgentInputs(globs=agent.inputs, env=agent.env),
-            remote=agent.remote,
-        )
 
 
 class TreeEvaluator:

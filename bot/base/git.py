@@ -1,17 +1,12 @@
-"""The few git operations sqlcanary needs: find the repository, resolve a ref safely, and check a commit out
-in a temporary worktree that is always removed (on error, Ctrl-C and SIGTERM too)."""
+"""The few git operations sqlcanary needs: run git safely (Git), find the repository, resolve a ref safely, list
+a tree's files and commit some. A commit checked out in a temporary worktree is bot.base.worktree."""
 
 from __future__ import annotations
 
 import base64
-import shutil
-import signal
 import subprocess
-import tempfile
-import threading
 import urllib.parse
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -92,7 +87,7 @@ def token_header(token: str, *, url: str | None = None) -> dict[str, str]:
     }
 
 
-def _git(
+def run_git(
     args: list[str],
     *,
     cwd: Path,
@@ -107,7 +102,7 @@ def _git(
 def git_sha(cwd: Path, *, environ: Mapping[str, str] | None = None) -> str | None:
     """The commit checked out in `cwd`, or None outside a repository."""
     try:
-        out = _git(["rev-parse", "HEAD"], cwd=cwd, timeout=5, environ=environ)
+        out = run_git(["rev-parse", "HEAD"], cwd=cwd, timeout=5, environ=environ)
     except (OSError, ConfigError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
@@ -116,7 +111,7 @@ def git_sha(cwd: Path, *, environ: Mapping[str, str] | None = None) -> str | Non
 def repo_root(path: Path, *, environ: Mapping[str, str] | None = None) -> Path | None:
     """The root of the repository holding `path`, or None outside one (a plain folder is no error here)."""
     try:
-        out = _git(["rev-parse", "--show-toplevel"], cwd=path, timeout=10, environ=environ)
+        out = run_git(["rev-parse", "--show-toplevel"], cwd=path, timeout=10, environ=environ)
     except (OSError, ConfigError):
         return None
     return Path(out.stdout.strip()).resolve() if out.returncode == 0 and out.stdout.strip() else None
@@ -144,21 +139,21 @@ def tree_contents(
     skipped = [f":(exclude,literal){p}" for p in skip_untracked]
     skipped += [f":(exclude,glob)**/{name}/**" for name in skip_untracked_names]
     contents: dict[str, str] = {}
-    for entry in _z_list(_git(["ls-files", "-s", "-z"], cwd=repo), "ls-files"):
+    for entry in _z_list(run_git(["ls-files", "-s", "-z"], cwd=repo), "ls-files"):
         meta, _, path = entry.partition("\t")
         contents[path] = meta.split()[1]  # mode, blob id, stage
-    changed = set(_z_list(_git(["diff-files", "--name-only", "-z"], cwd=repo), "diff-files"))
+    changed = set(_z_list(run_git(["diff-files", "--name-only", "-z"], cwd=repo), "diff-files"))
     for folder in untracked_in:
         try:
             rel = folder.resolve().relative_to(repo).as_posix() or "."
         except ValueError:
             continue
-        listed = _git(["ls-files", "-z", "--others", "--exclude-standard", "--", rel, *skipped], cwd=repo)
+        listed = run_git(["ls-files", "-z", "--others", "--exclude-standard", "--", rel, *skipped], cwd=repo)
         changed.update(_z_list(listed, "ls-files --others"))
     present = sorted(p for p in changed if (repo / p).is_file())
     contents.update({p: "<missing>" for p in changed - set(present)})
     if present:
-        hashed = _git(["hash-object", "--stdin-paths"], cwd=repo, stdin="\n".join(present) + "\n")
+        hashed = run_git(["hash-object", "--stdin-paths"], cwd=repo, stdin="\n".join(present) + "\n")
         ids = hashed.stdout.split()
         if hashed.returncode != 0 or len(ids) != len(present):
             raise ConfigError(f"git hash-object failed: {hashed.stderr.strip()[:300]}")
@@ -168,7 +163,7 @@ def tree_contents(
 
 def toplevel(cwd: Path, *, environ: Mapping[str, str] | None = None) -> Path:
     """The root of the repository holding `cwd`; ConfigError outside one."""
-    out = _git(["rev-parse", "--show-toplevel"], cwd=cwd, environ=environ)
+    out = run_git(["rev-parse", "--show-toplevel"], cwd=cwd, environ=environ)
     if out.returncode != 0:
         raise ConfigError(f"{cwd} is not inside a git repository (sqlcanary check compares two commits)")
     return Path(out.stdout.strip()).resolve()
@@ -178,7 +173,7 @@ def resolve_commit(repo: Path, ref: str, *, environ: Mapping[str, str] | None = 
     """The full sha of `ref`, which must name a commit. Refs that look like options are refused."""
     if not ref or ref.startswith("-") or any(ch.isspace() or ord(ch) < 32 for ch in ref):
         raise ConfigError(f"not a valid git ref: {ref!r}")
-    out = _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd=repo, environ=environ)
+    out = run_git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd=repo, environ=environ)
     sha = out.stdout.strip()
     if out.returncode != 0 or len(sha) < 40:
         raise ConfigError(f"git ref {ref!r} does not name a commit in {repo}")
@@ -215,64 +210,16 @@ def default_base_ref(
 def _default_branches(repo: Path, environ: Mapping[str, str] | None) -> list[str]:
     """The default branch's likely names, best first, without repeats."""
     names = []
-    head = _git(["symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD"], cwd=repo, environ=environ)
+    head = run_git(
+        ["symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD"], cwd=repo, environ=environ
+    )
     if head.returncode == 0 and head.stdout.strip().startswith("origin/"):
         names.append(head.stdout.strip().removeprefix("origin/"))
-    configured = _git(["config", "--get", "init.defaultBranch"], cwd=repo, environ=environ)
+    configured = run_git(["config", "--get", "init.defaultBranch"], cwd=repo, environ=environ)
     if configured.returncode == 0 and configured.stdout.strip():
         names.append(configured.stdout.strip())
     names += ["main", "master"]
     return [n for i, n in enumerate(names) if n and not n.startswith("-") and n not in names[:i]]
-
-
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """Turn SIGTERM into KeyboardInterrupt while a worktree exists, so `finally` blocks still run."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@contextmanager
-def worktree(
-    repo: Path, sha: str, *, label: str = "base", environ: Mapping[str, str] | None = None
-) -> Iterator[Path]:
-    """`git worktree add --detach` of `sha` in a temporary folder; removed on the way out, whatever happens."""
-    holder = Path(tempfile.mkdtemp(prefix=f"sqlcanary-{label}-"))
-    # The agent may run as an unprivileged user of its own (bot.agents.sandbox): let it reach the tree.
-    holder.chmod(0o755)
-    path = holder / "tree"
-    with _sigterm_as_interrupt():
-        try:
-            out = _git(["worktree", "add", "--detach", "--quiet", str(path), sha], cwd=repo, environ=environ)
-            if out.returncode != 0:
-                raise ConfigError(f"git worktree add failed for {sha[:12]}: {out.stderr.strip()[:500]}")
-            yield path
-        finally:
-            remove_worktree(repo, path, environ=environ)
-            shutil.rmtree(holder, ignore_errors=True)
-
-
-def remove_worktree(repo: Path, path: Path, *, environ: Mapping[str, str] | None = None) -> None:
-    """Best effort: `git worktree remove --force`, then delete what is left and prune git's record of it."""
-    try:
-        _git(["worktree", "remove", "--force", str(path)], cwd=repo, timeout=60, environ=environ)
-    except ConfigError:
-        pass
-    shutil.rmtree(path, ignore_errors=True)
-    try:
-        _git(["worktree", "prune"], cwd=repo, timeout=60, environ=environ)
-    except ConfigError:
-        pass
 
 
 def committed_under(
@@ -284,9 +231,11 @@ def committed_under(
         rel = folder.resolve().relative_to(repo.resolve()).as_posix()
     except ValueError:
         return []
-    found = set(_z_list(_git(["ls-files", "-z", "--", rel or "."], cwd=repo, environ=environ), "ls-files"))
+    found = set(_z_list(run_git(["ls-files", "-z", "--", rel or "."], cwd=repo, environ=environ), "ls-files"))
     for rev in revs:
-        out = _git(["ls-tree", "-r", "-z", "--name-only", rev, "--", rel or "."], cwd=repo, environ=environ)
+        out = run_git(
+            ["ls-tree", "-r", "-z", "--name-only", rev, "--", rel or "."], cwd=repo, environ=environ
+        )
         if out.returncode == 0:
             found.update(p for p in out.stdout.split("\0") if p)
     return sorted(found)
@@ -297,10 +246,10 @@ def commit_files(
 ) -> str:
     """Commit exactly `files` (relative to `root`) on the current branch; the new commit's sha. `environ` gives
     git its identity (GIT_AUTHOR_*, GIT_COMMITTER_*, or HOME's config)."""
-    if _git(["rev-parse", "--is-inside-work-tree"], cwd=root, environ=environ).returncode != 0:
+    if run_git(["rev-parse", "--is-inside-work-tree"], cwd=root, environ=environ).returncode != 0:
         raise ConfigError("--commit: the config folder is not in a git repository", path=str(root))
     for step in (["add", "--", *files], ["commit", "--no-verify", "-m", message, "--", *files]):
-        done = _git(step, cwd=root, environ=environ)
+        done = run_git(step, cwd=root, environ=environ)
         if done.returncode != 0:
             raise ConfigError(f"--commit: git {step[0]} failed: {(done.stderr or done.stdout).strip()[:500]}")
-    return _git(["rev-parse", "HEAD"], cwd=root, environ=environ).stdout.strip()
+    return run_git(["rev-parse", "HEAD"], cwd=root, environ=environ).stdout.strip()

@@ -18,6 +18,7 @@ from typing import Literal
 
 import bot
 from bot.agents.env import agent_environment
+from bot.base.childenv import SAFE_PATH
 from bot.base.errors import EXIT_BUG, EXIT_INTERRUPTED, ConfigError
 from bot.base.resultfiles import ResultFiles
 from bot.base.results import RunResult, read_run
@@ -59,7 +60,7 @@ def evaluate_side(side: Side, server: Server, out: Path, settings: Settings) -> 
         # `--side head`: the pull request's agent, whose cached answers are keyed by its whole tree
         label: Literal["base", "head"] = "head" if tree.label == "head" else "base"
         child = replace(side.relative_run, out=str(out), config=str(resolved), side=label)
-        argv = [sys.executable, "-c", code, *child.run_argv()]
+        argv = [sys.executable, *SAFE_PATH, "-c", code, *child.run_argv()]
         proc = subprocess.Popen(
             argv,
             cwd=tree.cwd,
@@ -70,7 +71,7 @@ def evaluate_side(side: Side, server: Server, out: Path, settings: Settings) -> 
         try:
             rc = proc.wait()
         except BaseException:
-            _stop(proc)
+            stop_child(proc)
             raise
     if rc == EXIT_INTERRUPTED:
         raise KeyboardInterrupt
@@ -84,7 +85,7 @@ def evaluate_side(side: Side, server: Server, out: Path, settings: Settings) -> 
     return ResultFiles(out.parent, settings.secrets).model(out.name, read_run(out))
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def stop_child(proc: subprocess.Popen) -> None:
     """Let the child drop its databases: a Ctrl-C in the terminal reached it too, so give it a moment; then
     SIGINT (we were stopped some other way); kill it only if it still does not stop."""
     for signum, grace in ((None, 3), (signal.SIGINT, 15)):

@@ -1,6 +1,7 @@
 """The pull-request check: plan the two sides (bot.check.sides), evaluate each in its own `sqlcanary run` process
 (bot.check.child; the base's run may come from the cache, bot.check.base_run), compare them under the base's
-rules, link the regressions to the change, and write the files. `run_check` is what `sqlcanary check` and the
+rules, link the regressions to the change, find which KB change caused them when asked (in a child of its own,
+bot.check.causes_child), and write the files. `run_check` is what `sqlcanary check` and the
 GitHub Action call."""
 
 from __future__ import annotations
@@ -10,13 +11,15 @@ from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from bot.attribution.causal import CausalFindings, CauseRequest, causal_notes, find_causes
+from bot.attribution.causal import CausalFindings, CauseRequest, causal_notes
 from bot.base.errors import EXIT_BUG, ConfigError, SqlcanaryError
 from bot.base.resultfiles import ResultFiles
 from bot.base.results import RunResult
 from bot.base.settings import Settings
+from bot.cases.model import Suite
 from bot.check.base_run import evaluate_base
 from bot.check.base_run import run_baseline as run_baseline  # the Action's baseline mode imports it from here
+from bot.check.causes_child import find_causes_apart
 from bot.check.child import evaluate_side
 from bot.check.diff import pr_diff
 from bot.check.request import CheckRequest
@@ -54,6 +57,7 @@ class CheckResult:
     found: CausalFindings | None = (
         None  # the KB changes that broke each regressed case, and the partial revert
     )
+    head_suite: Suite | None = None  # the head side's suite, as this process read it (for the repair)
 
     @property
     def bugs(self) -> list[str]:
@@ -78,20 +82,23 @@ def write_reports(
 ) -> tuple[Comparison, tuple[str, ...]]:
     """comparison.json, the sticky comment and the HTML report (causes and latency both) beside the runs
     (base.json, head.json) already in `out_dir`, each masked of `secrets` as it is written (bot.base.resultfiles);
-    the comparison as written, and the names of the files. The reports are rendered from the masked comparison
-    and runs (the runs were masked as they were written: bot.check.child)."""
+    the comparison as written, and the names of the files. The reports are rendered from the comparison and runs
+    masked of `secrets` (bot.report.render masks its subject; the runs were masked as they were written:
+    bot.check.child)."""
     from bot.report.render import render
 
     files = ResultFiles(out_dir, secrets)
-    comparison = files.model("comparison.json", comparison)
     names = (*(["base.json"] if base else []), "head.json", "comparison.json")
-    if not comment:
-        return comparison, names
-    markdown = render("md", comparison, head=head, base=base)
-    html = render("html", comparison, head=head, base=base)
-    files.text("comment.md", markdown)
-    files.text("report.html", html)
-    return comparison, (*names, "comment.md", "report.html")
+    reports: dict[str, str] = {}
+    if comment:
+        reports = {
+            "comment.md": render("md", comparison, head=head, base=base, secrets=secrets),
+            "report.html": render("html", comparison, head=head, base=base, secrets=secrets),
+        }
+    comparison = files.model("comparison.json", comparison)
+    for name, text in reports.items():
+        files.text(name, text)
+    return comparison, (*names, *reports)
 
 
 @dataclass(frozen=True)
@@ -115,6 +122,8 @@ def run_check(req: CheckRequest, settings: Settings, *, say: Say = lambda _: Non
         runs = _evaluate(plan, server, use_cache=not req.no_base_cache, say=say)
         # While the head tree exists: the diff the regressions are linked to and the gold SQL the reports show.
         diff = _diff(plan) if runs.base is not None else ()
+        # The head's suite, read once: the reports' gold SQL, attribution's request and the Action's repair
+        head_suite = plan.head.read_suite()
         comparison = _compare(req, plan, runs, diff)
         found = None
         if runs.base is not None and req.attribute_calls and comparison.judged_as("regressed"):
@@ -127,6 +136,7 @@ def run_check(req: CheckRequest, settings: Settings, *, say: Say = lambda _: Non
     return CheckResult(
         head_config=plan.head.config,
         found=found,
+        head_suite=head_suite,
         base=runs.base,
         head=runs.head,
         comparison=comparison,
@@ -179,15 +189,15 @@ def _compare(req: CheckRequest, plan: CheckPlan, runs: _Runs, diff: tuple[FileDi
     These come from the trees, not from the masked runs: write_reports masks the comparison as it writes it."""
     gold = plan.head.gold()
     gate = resolve_gate(plan.head.config.gate, req.gate)
-    if runs.base is None:
-        comparison = compare_head_only(runs.head, gate=gate, reason=NO_BASELINE)
-        cases = tuple(c.model_copy(update={"gold_sql": gold.get(c.id, c.gold_sql)}) for c in comparison.cases)
-        comparison = comparison.model_copy(update={"cases": cases})
-    else:
+    if runs.base is not None:
         comparison = compare_runs(
             runs.base, runs.head, gate=gate, force=req.force, edited_against_base=runs.edited_by_base
         )
         comparison = explain_comparison(comparison, diff, roots=plan.head.roots, gold=gold)
+    else:
+        comparison = compare_head_only(runs.head, gate=gate, reason=NO_BASELINE)
+        cases = tuple(c.model_copy(update={"gold_sql": gold.get(c.id, c.gold_sql)}) for c in comparison.cases)
+        comparison = comparison.model_copy(update={"cases": cases})
     notes = plan.head.tree.notes
     if not notes:
         return comparison
@@ -204,7 +214,8 @@ def _attribute(
     say: Say,
 ) -> CausalFindings:
     """Delta debugging over the pull request's KB line changes for each regressed case (on a copy of the head's
-    tree, the agent sandboxed as in any run), and the partial revert verified on the whole suite."""
+    tree, the agent sandboxed as in any run), and the partial revert verified on the whole suite: in a child
+    process of its own, which holds none of this process's secrets (bot.check.causes_child)."""
     head = plan.head
     regressed = [c.id for c in comparison.judged_as("regressed")]
     say(
@@ -222,7 +233,7 @@ def _attribute(
         base_pass_rate=comparison.overall.base_rate,
         max_agent_calls=max_agent_calls,
     )
-    return find_causes(request, server=server, settings=plan.settings)
+    return find_causes_apart(request, head.tree, server, plan.settings)
 
 
 def _edited_ids(base_run: RunResult, head_run: RunResult) -> list[str]:

@@ -16,8 +16,9 @@ from pathlib import Path
 from types import MappingProxyType
 
 from bot.base.errors import SqlcanaryError
-from bot.base.git import committed_under, default_base_ref, git_sha, resolve_commit, toplevel, worktree
+from bot.base.git import committed_under, default_base_ref, git_sha, resolve_commit, toplevel
 from bot.base.settings import ENV_CACHE_DIR, Settings
+from bot.base.worktree import worktree
 from bot.cases.model import Case, Suite
 from bot.check.request import CheckRequest
 from bot.check.trees import Roots, Tree, open_trees, suite_roots, tree_request
@@ -80,6 +81,13 @@ class Side:
     def roots(self) -> tuple[str, ...]:
         """The folders an answer's `used` paths may be relative to (bot.check.trees.suite_roots)."""
         return suite_roots(self.run, self.tree)
+
+    def read_suite(self) -> Suite | None:
+        """The suite, or None when it cannot be read (the side's run already said why)."""
+        try:
+            return self.suite
+        except SqlcanaryError:
+            return None
 
     def gold(self) -> dict[str, tuple[str, ...]]:
         """{case id: gold SQL alternatives}, for the reports; {} when the suite cannot be read (the side's run

@@ -20,11 +20,12 @@ them.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Sequence
+from typing import Literal, NamedTuple
 
 from pydantic import Field
 
-from bot.base.results import Counts, FrozenModel, RunMeta, RunResult, summarize
+from bot.base.results import CaseResult, Counts, FrozenModel, RunMeta, RunResult, summarize
 from bot.compare.comparable import (
     describe_selection,
     incomparable_reasons,
@@ -143,8 +144,8 @@ def compare_runs(
     problems = incomparable_reasons(base, head)
     changes = pair_cases(base, head, gate=gate, against_base=edited_against_base)
     warnings = [*run_warnings(base, head), *edited_warning(changes)]
-    base_sum, head_sum = summarize(base.cases), summarize(head.cases)
-    overall = rate_delta(base_sum, head_sum)
+    rates = _rates(base.cases, head.cases)
+    overall = rates.overall
     if problems and not force:
         verdict: Verdict = "incomparable"
         reasons = problems
@@ -167,8 +168,8 @@ def compare_runs(
         forced=bool(problems) and force,
         warnings=tuple(warnings),
         overall=overall,
-        by_tag=_deltas(base_sum.by_tag, head_sum.by_tag),
-        by_category=_deltas(base_sum.by_category, head_sum.by_category),
+        by_tag=rates.by_tag,
+        by_category=rates.by_category,
         counts=_counts(changes),
         cases=tuple(changes),
     )
@@ -180,10 +181,11 @@ def compare_head_only(
     """The comparison for a base commit without sqlcanary (no suite or no config): there is no baseline, every
     case is `new`, and only `gate.min_pass_rate` decides (the verdict is `pass` when it is unset). `reason`
     says why there is no baseline; the reports show it with the head's pass rate."""
-    changes = new_cases(head, gate=gate)
-    head_sum = summarize(head.cases)
-    overall = rate_delta(Counts(), head_sum)
     unanswered = unanswered_reasons(head, "head")
+    changes = new_cases(head, gate=gate)
+    counts = _counts(changes)
+    rates = _rates((), head.cases)  # no base: every rate's base side is empty
+    overall = rates.overall
     reasons = unanswered or pass_rate_floor(overall.head_rate, gate)
     warnings = (
         [] if head.meta.complete else ["the head run is incomplete: cases it did not reach are missing"]
@@ -198,11 +200,23 @@ def compare_head_only(
         head=head.meta,
         warnings=tuple(warnings),
         overall=overall,
-        by_tag=_deltas({}, head_sum.by_tag),
-        by_category=_deltas({}, head_sum.by_category),
-        counts=_counts(changes),
+        by_tag=rates.by_tag,
+        by_category=rates.by_category,
+        counts=counts,
         cases=tuple(changes),
     )
+
+
+class _Rates(NamedTuple):
+    overall: RateDelta
+    by_tag: dict[str, RateDelta]
+    by_category: dict[str, RateDelta]
+
+
+def _rates(base: Sequence[CaseResult], head: Sequence[CaseResult]) -> _Rates:
+    """The pass rates of two sets of cases, overall, by tag and by category, and how each moved."""
+    b, h = summarize(tuple(base)), summarize(tuple(head))
+    return _Rates(rate_delta(b, h), _deltas(b.by_tag, h.by_tag), _deltas(b.by_category, h.by_category))
 
 
 def _counts(changes: list[CaseChange]) -> dict[str, int]:

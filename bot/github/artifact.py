@@ -51,28 +51,27 @@ class Leg:
         return file if self.name == "." else f"{self.name}/{file}"
 
 
-def artifact_root(path: Path) -> Path:
-    """The artifact folder the input names, resolved: it must be an existing folder."""
-    return folder_root(path)
-
-
-def leg_folders(root: Path, limits: ArtifactLimits = ArtifactLimits()) -> list[Path]:
-    """The legs of the artifact folder (after checking all of it: see the module's text); [] when none."""
+def leg_folders(path: Path, limits: ArtifactLimits = ArtifactLimits()) -> list[tuple[str, Path]]:
+    """The legs of the artifact folder `path`, each as (its name relative to the folder, "." for the folder
+    itself; the folder resolved), after checking all of it (see the module's text); [] when none."""
+    root = folder_root(path)
     walk_files(root, limits)
     if (root / PAYLOAD_FILE).is_file():
-        return [root]
+        return [(".", root)]
     legs = sorted(p for p in root.iterdir() if p.is_dir() and (p / PAYLOAD_FILE).is_file())
     if len(legs) > limits.legs:
         raise refused(".", f"{len(legs)} legs, over the {limits.legs} allowed")
-    return legs
+    named = []
+    for folder in legs:
+        name = str(folder.relative_to(root))
+        if not folder.resolve().is_relative_to(root):
+            raise refused(name, "a folder outside the artifact folder")
+        named.append((name, folder.resolve()))
+    return named
 
 
-def read_leg(root: Path, folder: Path, limits: ArtifactLimits = ArtifactLimits()) -> Leg:
+def read_leg(name: str, folder: Path, limits: ArtifactLimits = ArtifactLimits()) -> Leg:
     """One leg's payload and the files it names, each checked (see the module's text)."""
-    name = "." if folder == root else str(folder.relative_to(root))
-    folder = folder.resolve()
-    if not folder.is_relative_to(root):
-        raise refused(name, "a folder outside the artifact folder")
 
     def where(file: str) -> str:
         return file if name == "." else f"{name}/{file}"
@@ -100,6 +99,5 @@ def read_leg(root: Path, folder: Path, limits: ArtifactLimits = ArtifactLimits()
 
 
 def read_artifacts(path: Path, limits: ArtifactLimits = ArtifactLimits()) -> list[Leg]:
-    """Every leg under the artifact folder `path`, validated; [] when it holds none."""
-    root = artifact_root(path)
-    return [read_leg(root, folder, limits) for folder in leg_folders(root, limits)]
+    """Every leg under the artifact folder `path` (input `artifacts`), validated; [] when it holds none."""
+    return [read_leg(name, folder, limits) for name, folder in leg_folders(path, limits)]

@@ -1,4 +1,5 @@
 """Mode `post`'s merge: the legs of one pull request's check (validated by bot.github.artifact) as one CheckResult.
+Not GitHub's business (bot.github reads and checks the artifact; merging runs and the gate are sqlcanary's).
 
 - Every leg must name the pull request and the head commit the trusted event names: an artifact cannot make the
   bot comment on another pull request or attach a check run to another commit.
@@ -9,20 +10,25 @@
   change by the base's rules) and recorded it in its comparison.json; the legs must agree, and that gate decides.
 - What a leg alone could compute (it had the pull request's tree) is carried over: each case's gold SQL, the
   edited cases judged by the base's version, and the regressions linked to the changed KB lines (causes), merged
-  across shards as bot.compare.causes groups them (per file, the hunks used by the same regressed cases)."""
+  across shards as bot.compare.causes groups them (per file, the hunks used by the same regressed cases).
+- What is posted is what was written: the merged runs and their comparison are written beside the reports (output
+  `results-path`; the artifact to keep), masked of the secrets as they are written (bot.base.resultfiles)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bot.base.errors import ResultFileError
+from bot.base.resultfiles import ResultFiles
 from bot.base.results import RunResult
 from bot.check.pipeline import CheckResult
 from bot.compare.comparison import NO_BASELINE, Comparison, compare_head_only, compare_runs
 from bot.compare.diff import Cause, Hunk
 from bot.github.artifact import Leg
 from bot.github.leg_payload import PAYLOAD_FILE
+from bot.github.posting import Posting
 from bot.run.merge import merge_runs
 
 
@@ -157,3 +163,15 @@ def combine_legs(legs: list[Leg], *, pr_number: int, head_sha: str, out_dir: Pat
         base_sha=p.base_sha or (base.meta.git_sha if base else None) or "",
         head_sha=head_sha,
     )
+
+
+def merged_check(posting: Posting, *, out_dir: Path, secrets: Sequence[str]) -> CheckResult:
+    """The legs of `posting` as one CheckResult (`combine_legs`), its runs and comparison written to `out_dir`
+    (head.json, base.json, comparison.json) masked of `secrets`: the result holds what was written."""
+    result = combine_legs(
+        posting.legs, pr_number=posting.pr_number, head_sha=posting.head_sha, out_dir=out_dir
+    )
+    files = ResultFiles(out_dir, secrets)
+    head = files.model("head.json", result.head)
+    base = None if result.base is None else files.model("base.json", result.base)
+    return replace(result, head=head, base=base, comparison=files.model("comparison.json", result.comparison))

@@ -100,13 +100,12 @@ def _llm_repair(
 ) -> tuple[RepairOutcome, dict[str, str]]:
     """The repair loop on the checkout's KB; returns its outcome and the changed files' texts (relative to the
     config folder), and puts every KB file back as it was."""
-    from bot.cases.loader import load_suite
     from bot.repair.request import RepairRequest, run_repair
     from bot.repair.setup import Limits
 
     kb = KBFiles.from_config(config)
     before = {rel: kb.resolve(rel).read_bytes() for rel in kb.files()}
-    suite = load_suite(str(config.path(config.suite))) if config.suite else None
+    suite = check.head_suite if config.suite else None  # as the check read it: the suite is parsed once
     if suite is None:
         raise SqlcanaryError("the repair needs the config's `suite:`")
     say(f"repair: asking the LLM for KB edits (at most {max_calls} calls)")

@@ -19,11 +19,11 @@ from bot.compare.comparison import Comparison
 from bot.compare.diff import unified_diff
 from bot.db.provision import Server
 from bot.kb.files import KBFiles
-from bot.llm import BudgetExhausted, LLMBadOutput, LLMError
 from bot.llm.protocol import JsonLLM
 from bot.llm.usage import usage_record
 from bot.repair.context import failure_context
 from bot.repair.dryrun import DRY_RUN_REASON
+from bot.repair.llm_call import Stop, check_budget, request_plan
 from bot.repair.outcome import (
     AttemptOutcome,
     AttemptRecord,
@@ -31,15 +31,11 @@ from bot.repair.outcome import (
     CritiqueRecord,
     LLMStats,
 )
-from bot.repair.plan import PLAN_SCHEMA, CheckedPlan, Plan, PlanError, check_plan, combine_held, parse_plan
+from bot.repair.plan import CheckedPlan, Plan, PlanError, check_plan, combine_held, parse_plan
 from bot.repair.prompts import case_messages, critique_messages
-from bot.repair.setup import Limits, budget_spent
+from bot.repair.setup import Limits
 from bot.repair.transaction import Transaction
 from bot.run.runner import RunOptions, run_suite
-
-
-class _Stop(Exception):
-    """End the loop early, keeping what was proven (budget spent, LLM unusable)."""
 
 
 @dataclass
@@ -85,34 +81,23 @@ class RepairLoop:
     def ask(
         self, messages: list[dict], purpose: str, *, n: int = 1, room: int | None = None
     ) -> tuple[Plan | None, str, bool]:
-        """(plan, why there is none, cached). Raises _Stop when the budget is spent or the LLM is unusable.
-        `n`: the attempt (a retry samples warmer); `room`: the reply's token cap."""
-        if self.requests >= self.limits.max_llm_calls:
-            raise _Stop(budget_spent(self.limits, self.config_max_calls))
-        seconds = self.limits.max_seconds
-        if seconds is not None and time.monotonic() - self.started > seconds:
-            raise _Stop(f"time budget spent ({seconds:g} s)")
+        """(plan, why there is none, cached). Raises Stop when the budget is spent or the LLM is unusable.
+        `n`: the attempt (a retry samples warmer); `room`: the reply's token cap (bot.repair.llm_call)."""
+        check_budget(self.limits, self.config_max_calls, requests=self.requests, started=self.started)
         self.requests += 1
         if self.client is None:
-            raise _Stop("no LLM: the suite is evaluated only")
-        base = self.client.settings.temperature
-        temperature = base if n == 1 else max(base, self.limits.retry_temperature)
-        try:
-            reply = self.client.complete_json(
-                messages,
-                schema=PLAN_SCHEMA,
-                required=("status", "actions"),
-                purpose=purpose,
-                attempt=n,
-                temperature=temperature,
-                max_tokens=room or self.limits.plan_tokens,
-            )
-        except BudgetExhausted as exc:
-            raise _Stop(budget_spent(self.limits, self.config_max_calls, exc.message)) from None
-        except LLMBadOutput as exc:
-            return None, f"your reply was not usable JSON: {exc.message}", False
-        except LLMError as exc:
-            raise _Stop(f"LLM error: {exc.message}") from None
+            raise Stop("no LLM: the suite is evaluated only")
+        reply, why = request_plan(
+            self.client,
+            self.limits,
+            messages,
+            purpose,
+            n=n,
+            room=room,
+            config_max_calls=self.config_max_calls,
+        )
+        if reply is None:
+            return None, why, False
         self.cached += int(reply.cached)
         try:
             return parse_plan(reply.data), "", reply.cached
@@ -233,7 +218,7 @@ class RepairLoop:
                     ctx, globs=self.kb.globs, files=files, feedback=feedback, secrets=self.secrets
                 )
                 plan, reason, cached = self.ask(messages, purpose=f"repair:{result.id}:{n}", n=n, room=room)
-            except _Stop as stop:
+            except Stop as stop:
                 self.stopped, note = str(stop), str(stop)
                 break
             record, done = self.record(n, plan, reason, cached)
@@ -268,7 +253,7 @@ class RepairLoop:
             )
             try:
                 plan, reason, cached = self.ask(messages, purpose=f"repair:critique:{n}", n=n)
-            except _Stop as stop:
+            except Stop as stop:
                 self.stopped = str(stop)
                 break
             if plan is not None and plan.status == "perfect" and not plan.actions:

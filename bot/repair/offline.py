@@ -19,9 +19,10 @@ from bot.attribution.causal import CauseRequest, causal_notes, find_causes
 from bot.attribution.hunks import kb_relative
 from bot.attribution.revert import RevertCandidate, pass_rate
 from bot.base.errors import ConfigError, SqlcanaryError
-from bot.base.git import repo_root, worktree
+from bot.base.git import repo_root
 from bot.base.results import Counts, RunResult
 from bot.base.settings import Settings
+from bot.base.worktree import worktree
 from bot.cases.model import Suite
 from bot.compare.comparison import Comparison, compare_runs
 from bot.compare.diff import FileDiff, unified_diff

@@ -45,9 +45,12 @@ def _html_charts(
         latency.insert(0, ("base", charts.BASE_COLOR, _latency(base)))
     has_latency = any(values for _, _, values in latency)
     title = "Transitions" if compared else "Outcomes"
+    rates = {"by_category": (view.by_category, "category"), "by_tag": (view.by_tag, "tag")}
     return {
-        "by_category": _rate_chart(view.by_category, title="Pass rate by category", compared=compared),
-        "by_tag": _rate_chart(view.by_tag, title="Pass rate by tag", compared=compared),
+        **{
+            k: _rate_chart(rows, title=f"Pass rate by {by}", compared=compared)
+            for k, (rows, by) in rates.items()
+        },
         "groups": charts.count_bars(groups, title=title) if groups else None,
         "latency": charts.histogram(latency, title="Latency distribution") if has_latency else None,
     }

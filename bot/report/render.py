@@ -11,11 +11,12 @@ from bot.base.secrets import redact_model, scrub_rendered
 from bot.base.templating import tidy_markdown
 from bot.base.textfilters import md_url
 from bot.compare.comparison import Comparison
+from bot.report.cuts import COMMENT_DETAILS, COMMENT_ROWS, brief, trim
 from bot.report.environment import environment
 from bot.report.html_report import render_html
 from bot.report.junit_xml import render_junit
 from bot.report.marker import MARKER, marker_for
-from bot.report.view import CaseRow, ReportView, build_view, trim
+from bot.report.view import CaseRow, ReportView, build_view
 
 COMMENT_LIMIT = 65_536  # characters in a GitHub comment body
 SUMMARY_LIMIT = 1_048_576  # bytes in a GitHub job summary
@@ -86,7 +87,7 @@ def render_comment(
     (the suite and matrix key, any text: see bot.report.marker; "" is the key-less marker)."""
     return _fit(
         "comment.md.j2",
-        build_view(subject),
+        brief(build_view(subject), rows=COMMENT_ROWS, details=COMMENT_DETAILS),
         limit=limit,
         measure=len,
         details_url=details_url,

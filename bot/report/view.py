@@ -1,6 +1,6 @@
 """What every report shows, computed once from a Comparison (base vs head) or a single RunResult, so the
 templates only lay it out. Pure: no I/O, no Jinja. The case rows are built in bot.report.rows; callers import
-them from here too."""
+them from here too. Which rows and SQL a shorter report keeps (the comment's cut, the trim) is bot.report.cuts."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from bot.base.results import STATUSES, Counts, RunMeta, RunResult
 from bot.compare.comparison import TRANSITIONS, Comparison, RateDelta
 from bot.report.explain import CauseView, cause_views, refer_to_named, uncited_note
 from bot.report.rows import CaseRow, row_from_case, row_from_change, rows_from_comparison
+
+WITH_SQL = frozenset({"regressed", "fixed", "flaky", "became_invalid", "error_changed", "failed", "errored"})
 
 LABELS = {
     "regressed": "Regressed",
@@ -45,13 +47,8 @@ NOTES = {
     "errored": "the agent gave no usable answer",
     "invalid": "the gold does not run: excluded from the pass rate",
 }
-WITH_SQL = frozenset({"regressed", "fixed", "flaky", "became_invalid", "error_changed", "failed", "errored"})
 RUN_SECTIONS = ("failed", "errored", "invalid", "flaky")
 RUN_NOTES = {"flaky": "passed by majority, but the attempts disagree"}
-# The sticky comment lists at most this many case rows per section and the SQL of this many cases; the HTML
-# report, the job summary and the JSON keep every case.
-COMMENT_ROWS = 10
-COMMENT_DETAILS = 3
 FOLD_ROWS = 5  # the comment folds a case table longer than this (and one whose cases the causes name)
 
 
@@ -136,9 +133,10 @@ class ReportView:
         """Whether the comment folds this section's table: long, or its cases are named above it already."""
         return section.total > FOLD_ROWS or all(r.id in self.named for r in section.rows)
 
-    def for_comment(self) -> ReportView:
-        """The comment's cut: COMMENT_ROWS case rows per section, the SQL of COMMENT_DETAILS cases."""
-        return brief(self, rows=COMMENT_ROWS, details=COMMENT_DETAILS)
+
+def with_sql(sections: tuple[Section, ...]) -> tuple[CaseRow, ...]:
+    """The sections' rows whose SQL is shown (WITH_SQL), in order."""
+    return tuple(r for s in sections for r in s.rows if r.judged in WITH_SQL)
 
 
 def _rate(name: str, d: RateDelta) -> RateRow:
@@ -155,10 +153,6 @@ def _sections(
             note = notes.get(key, NOTES.get(key, ""))
             out.append(Section(key, LABELS.get(key, key), note, picked, len(picked)))
     return tuple(out)
-
-
-def _details(sections: tuple[Section, ...]) -> tuple[CaseRow, ...]:
-    return tuple(r for s in sections for r in s.rows if r.judged in WITH_SQL)
 
 
 def _comparison_headline(cmp: Comparison) -> tuple[str, str, str]:
@@ -194,7 +188,7 @@ def view_comparison(cmp: Comparison, *, sections: tuple[str, ...] | None = None)
         by_tag=tuple(_rate(k, v) for k, v in sorted(cmp.by_tag.items())),
         counts=tuple((t, LABELS[t], cmp.counts[t]) for t in TRANSITIONS if cmp.counts.get(t)),
         sections=built,
-        details=_details(built),
+        details=with_sql(built),
         base=cmp.base,
         head=cmp.head,
         total_cases=len(cmp.cases),
@@ -243,7 +237,7 @@ def view_run(run: RunResult) -> ReportView:
         by_tag=tuple(_single(k, v) for k, v in s.by_tag.items()),
         counts=tuple((k, LABELS[k], getattr(s, k)) for k in STATUSES if getattr(s, k)),
         sections=built,
-        details=_details(built),
+        details=with_sql(built),
         base=None,
         head=run.meta,
         total_cases=len(run.cases),
@@ -279,7 +273,7 @@ def view_head_only(cmp: Comparison) -> ReportView:
         by_tag=tuple(_single(k, v.head) for k, v in sorted(cmp.by_tag.items())),
         counts=tuple((k, LABELS[k], getattr(h, k)) for k in STATUSES if getattr(h, k)),
         sections=built,
-        details=_details(built),
+        details=with_sql(built),
         base=None,
         head=cmp.head,
         total_cases=len(cmp.cases),
@@ -294,38 +288,3 @@ def build_view(subject: Comparison | RunResult) -> ReportView:
     if isinstance(subject, RunResult):
         return view_run(subject)
     raise TypeError(f"a report needs a Comparison or a RunResult, not {type(subject).__name__}")
-
-
-def trim(view: ReportView, *, rows: int, details: int) -> ReportView:
-    """Keep the first `rows` case rows (sections in priority order) and the SQL of the first `details` of those."""
-    left = max(rows, 0)
-    kept = []
-    for s in view.sections:
-        take = s.rows[:left]
-        left -= len(take)
-        kept.append(replace(s, rows=take))
-    shown = _details(tuple(kept))
-    cut = shown[: max(details, 0)]
-    return replace(view, sections=tuple(kept), details=cut, omitted_details=view.detail_total - len(cut))
-
-
-def _examples(rows: tuple[CaseRow, ...]) -> tuple[CaseRow, ...]:
-    """`rows` without the regressions whose causes an earlier row already has: one example per cause."""
-    seen: set[tuple[str, ...]] = set()
-    out = []
-    for r in rows:
-        key = tuple(c.label for c in r.causes) if r.explained is not None else None
-        if key is None or key not in seen:
-            out.append(r)
-        if key is not None:
-            seen.add(key)
-    return tuple(out)
-
-
-def brief(view: ReportView, *, rows: int, details: int) -> ReportView:
-    """At most `rows` case rows in each section and the SQL of `details` of those, one case per cause (after
-    `trim`: the smaller of both cuts). The sections keep their totals, so the reports say how many are left out."""
-    kept = tuple(replace(s, rows=s.rows[: max(rows, 0)]) for s in view.sections)
-    shown = {r.id for r in view.details}
-    cut = _examples(tuple(r for r in _details(kept) if r.id in shown))[: max(details, 0)]
-    return replace(view, sections=kept, details=cut, omitted_details=view.detail_total - len(cut))

@@ -183,17 +183,17 @@ def run_options(
     *,
     out: Path | None,
 ) -> RunOptions:
-    jobs = req.jobs or config.jobs or 2
-    timeout = req.statement_timeout or config.statement_timeout
     outputs = (out.parent,) if out else ()
     agent_fp, kb_fp = fingerprints(choice, config, suite, settings, cwd=str(req.folder), outputs=outputs)
     cache = answer_cache(req, config, choice, settings) if agent_fp else None
+    basis = cache_basis(choice) if cache is not None else None
+    shard = str(parse_shard(req.shard)) if req.shard else None
+    timeout = req.statement_timeout or config.statement_timeout
+    timeout_ms = parse_duration_ms(timeout, path="--statement-timeout", line=None) if timeout else None
     return RunOptions(
-        jobs=jobs,
+        jobs=req.jobs or config.jobs or 2,
         preset=req.preset or config.preset,
-        statement_timeout_ms=parse_duration_ms(timeout, path="--statement-timeout", line=None)
-        if timeout
-        else None,
+        statement_timeout_ms=timeout_ms,
         row_cap=req.row_cap or config.row_cap,
         structural=req.structural,
         judge=LLMJudge(config, settings) if req.llm_judge else None,
@@ -202,11 +202,11 @@ def run_options(
         repeats=req.repeat,
         perturb=req.perturb if req.perturb is not None else config.perturb,
         perturb_rankings=settings.cache_dir / "perturb-rankings.json",
-        shard=str(parse_shard(req.shard)) if req.shard else None,
+        shard=shard,
         agent_fingerprint=agent_fp or "",
         kb_fingerprint=kb_fp,
         answer_cache=cache,
-        cache_basis=cache_basis(choice) if cache is not None else None,
+        cache_basis=basis,
     )
 
 

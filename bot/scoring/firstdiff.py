@@ -1,10 +1,11 @@
 """The first difference a person would point at, for a comparison that already failed.
 
 Rows are aligned by the columns that agree (the gold's GROUP BY or ORDER BY key when it pairs rows, else the
-column set pairing the most rows one to one, see alignment.py), then the smallest true difference is reported:
-a changed value in an aligned row, else a missing row, else an extra row, with how many rows differ (changed,
-missing and extra rows counted apart when some are missing or extra). Pairing rows in sort order instead named
-two different months for one wrong value, and the repair loop, which reads the same text, chased that.
+column set pairing the most rows one to one, see alignment.py; the pairing itself is row_pairing.py), then the
+smallest true difference is reported: a changed value in an aligned row, else a missing row, else an extra row,
+with how many rows differ (changed, missing and extra rows counted apart when some are missing or extra).
+Pairing rows in sort order instead named two different months for one wrong value, and the repair loop, which
+reads the same text, chased that.
 
 Only the message depends on this: the verdict is decided before. The cost is bounded: at most `limit` rows of
 each side are read, by slicing, so a caller's sequence sees exactly which rows were looked at. Beyond that
@@ -19,14 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from bot.scoring.alignment import Row, choose_key, choose_mapping, key_of
-from bot.scoring.values import close, show
+from bot.scoring.row_pairing import distinct_rows, pair_by_key, unmatched_rows
+from bot.scoring.values import show
 
 MAX_ROWS = 10_000  # rows of each side examined (the default row cap)
 SHOWN_COLUMNS = 2  # differing columns named in the message (details hold them all)
 SHOWN_VALUES = 3  # values shown for a missing or extra row
 SHOWN_KEY_COLUMNS = 4
 KEY_VALUE_WIDTH = 80  # a key value names the row: whole up to here, then cut with an ellipsis
-MAX_NEAR = 50  # candidates tried for a row equal within the tolerance
 
 Kind = Literal["changed", "missing", "extra"]
 Cells = tuple[tuple[int, str, str], ...]  # (gold column position, column name, shown value)
@@ -136,100 +137,6 @@ class FirstDifference:
         }
 
 
-@dataclass
-class _Alignment:
-    # (number of differing columns, gold position, gold row, prediction row, differing columns)
-    changed: list[tuple[int, int, Row, Row, list[int]]] = field(default_factory=list)
-    # (position, row): rows left without a partner
-    missing: list[tuple[int, Row]] = field(default_factory=list)
-    extra: list[tuple[int, Row]] = field(default_factory=list)
-    pairs: int = 0
-
-
-def _unmatched(
-    g: list[Row], p: list[Row], tol: tuple[float, float]
-) -> tuple[list[tuple[int, Row]], list[tuple[int, Row]]]:
-    """The rows of each side (with their positions) left after cancelling rows equal on both sides, then rows
-    equal within the tolerance (found among rows whose numbers round alike)."""
-    gk: list[Any] = g
-    pk: list[Any] = p
-    try:
-        left_p, left_g = Counter(pk), Counter(gk)
-    except TypeError:
-        gk, pk = [repr(r) for r in g], [repr(r) for r in p]
-        left_p, left_g = Counter(pk), Counter(gk)
-    out: tuple[list[tuple[int, Row]], list[tuple[int, Row]]] = ([], [])
-    for side, hashes, rows, left in ((0, gk, g, left_p), (1, pk, p, left_g)):
-        for pos, (h, row) in enumerate(zip(hashes, rows, strict=True)):
-            if left[h] > 0:
-                left[h] -= 1
-            else:
-                out[side].append((pos, row))
-    rg, rp = out
-    if not rg or not rp:
-        return rg, rp
-    every = tuple(range(len(rg[0][1])))
-    near: dict[tuple[Any, ...], list[tuple[int, Row]]] = {}
-    for item in rp:
-        near.setdefault(key_of(item[1], every), []).append(item)
-    kept, taken = [], set()
-    for pos, row in rg:
-        bucket = near.get(key_of(row, every), [])
-        hit = next(
-            (
-                n
-                for n, c in enumerate(bucket[:MAX_NEAR])
-                if all(close(a, b, abs_tol=tol[0], rel_tol=tol[1]) for a, b in zip(row, c[1], strict=True))
-            ),
-            None,
-        )
-        if hit is None:
-            kept.append((pos, row))
-        else:
-            taken.add(bucket.pop(hit)[0])
-    return kept, [item for item in rp if item[0] not in taken]
-
-
-def _align(
-    rg: list[tuple[int, Row]],
-    rp: list[tuple[int, Row]],
-    key: tuple[int, ...],
-    *,
-    width: int,
-    tol: tuple[float, float],
-) -> _Alignment:
-    """Pairs the unmatched rows holding the same key value, one on each side; any other row is missing or
-    extra (several rows under one key could pair either way, so none is guessed)."""
-    others = [i for i in range(width) if i not in key]
-    groups: tuple[dict[tuple[Any, ...], list[tuple[int, Row]]], ...] = ({}, {})
-    for side, rows in ((0, rg), (1, rp)):
-        for pos, row in rows:
-            groups[side].setdefault(key_of(row, key), []).append((pos, row))
-    out = _Alignment()
-    for k in list(groups[0]) + [k for k in groups[1] if k not in groups[0]]:
-        gl, pl = groups[0].get(k, []), groups[1].get(k, [])
-        if len(gl) == len(pl) == 1:
-            (gpos, grow), (_, prow) = gl[0], pl[0]
-            out.pairs += 1
-            diff = [i for i in others if not close(grow[i], prow[i], abs_tol=tol[0], rel_tol=tol[1])]
-            if diff:
-                out.changed.append((len(diff), gpos, grow, prow, diff))
-            continue
-        out.missing.extend(gl)
-        out.extra.extend(pl)
-    return out
-
-
-def _distinct(rows: list[Row]) -> list[Row]:
-    try:
-        return list(dict.fromkeys(rows))
-    except TypeError:
-        firsts: dict[str, Row] = {}
-        for r in rows:
-            firsts.setdefault(repr(r), r)
-        return list(firsts.values())
-
-
 def first_difference(
     gold: Sequence[Row],
     pred: Sequence[Row],
@@ -262,8 +169,8 @@ def first_difference(
         mapping, score = kept, 1
     p = [tuple(r[j] for j in mapping) for r in p_raw]
     if distinct:
-        g, p = _distinct(g), _distinct(p)
-    rg, rp = _unmatched(g, p, (abs_tol, rel_tol))
+        g, p = distinct_rows(g), distinct_rows(p)
+    rg, rp = unmatched_rows(g, p, (abs_tol, rel_tol))
     key = choose_key(
         g,
         [r for _, r in rg],
@@ -272,7 +179,7 @@ def first_difference(
         hints=keys,
         infer=not len(g) == len(p) == 1,
     )
-    found = _align(rg, rp, key, width=len(columns), tol=(abs_tol, rel_tol))
+    found = pair_by_key(rg, rp, key, width=len(columns), tol=(abs_tol, rel_tol))
     repeated = frozenset(c for c, n in Counter(columns).items() if n > 1)
     counts: dict[str, Any] = {
         "gold_rows": len(g),

@@ -1,6 +1,7 @@
 """What a perturbed copy should change, read from the gold (issue 18): the columns and constants of its
-comparisons, joins, aggregates and ORDER BY, each on the real base table behind the alias. Pure: no database;
-`bot.db.perturb` turns the targets into changes. Safety: see `bot.scoring.perturb_sql` (the gold is untrusted).
+comparisons, joins, aggregates and ORDER BY, each on the real base table behind the alias (found by
+`bot.scoring.perturb_columns`). Pure: no database; `bot.db.perturb` turns the targets into changes. Safety: see
+`bot.scoring.perturb_sql` (the gold is untrusted).
 
 Kinds, each with `table` (rendered identifiers, schema-qualified when the gold was) and `where` (the gold's other
 WHERE/ON conjuncts over that table alone that pass the allowlist, ANDed, columns unqualified; None when none):
@@ -28,6 +29,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope, build_scope
 
+from bot.scoring.perturb_columns import base_tables, order_keys, own_columns, resolve_column, unwrap_column
 from bot.scoring.perturb_sql import (
     conjuncts,
     ident,
@@ -36,7 +38,6 @@ from bot.scoring.perturb_sql import (
     parse_gold,
     render,
     safe_literal,
-    table_text,
     unqualified,
 )
 from bot.scoring.perturb_values import boundary_values
@@ -45,8 +46,6 @@ __all__ = ["Target", "boundary_values", "perturb_targets"]
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
 _AGGREGATES = (exp.Count, exp.Avg, exp.Sum, exp.Min, exp.Max)
-_SAME_DOMAIN = (exp.Paren, exp.Lower, exp.Upper, exp.Trim, exp.DateTrunc, exp.TimestampTrunc)
-_DATE_WRAPPERS = (exp.DateTrunc, exp.TimestampTrunc, exp.Extract, exp.TimeToStr)
 _LIKE_WILDCARD = re.compile(r"[%_\\]")
 
 
@@ -101,7 +100,7 @@ class _Finder:
         return self.infos[id(scope)]
 
     def _build(self, scope: Scope) -> _Info:
-        tables = _tables(scope)
+        tables = base_tables(scope)
         select = scope.expression
         roots = [select.args.get("where")] + [j.args.get("on") for j in select.args.get("joins") or []]
         parts = [
@@ -109,14 +108,14 @@ class _Finder:
         ]
         info = _Info(scope, tables, parts)
         for conjunct in parts:
-            owners = {_resolve(c, scope) for c in conjunct.find_all(exp.Column)}
+            owners = {resolve_column(c, scope) for c in conjunct.find_all(exp.Column)}
             owner = owners.pop() if len(owners) == 1 else None
             if owner and owner[0] is scope and not conjunct.find(exp.Query) and is_safe_condition(conjunct):
                 info.single.setdefault(owner[1], []).append((conjunct, unqualified(conjunct)))
         return info
 
     def ref(self, column: exp.Column, scope: Scope) -> _Ref | None:
-        owner = _resolve(column, scope)
+        owner = resolve_column(column, scope)
         return (self.info(owner[0]), owner[1], ident(column.this)) if owner else None
 
     def add(
@@ -153,13 +152,13 @@ class _Finder:
             elif isinstance(node, exp.Like | exp.ILike):
                 self._like(node, scope)
             elif isinstance(node, _AGGREGATES):
-                for column in _own_columns(node, scope):
+                for column in own_columns(node, scope):
                     self._null(column, scope, None)
         for conjunct in info.conjuncts:
-            for column in _own_columns(conjunct, scope):
+            for column in own_columns(conjunct, scope):
                 self._null(column, scope, conjunct)
-        for key in _order_keys(scope):
-            found = _unwrap(key)
+        for key in order_keys(scope):
+            found = unwrap_column(key)
             ref = self.ref(found[0], scope) if found else None
             if ref:
                 self.add("tie", ref)
@@ -170,7 +169,7 @@ class _Finder:
             self.add("null", ref, near=near)
 
     def _compare(self, node: exp.Expr, scope: Scope, side: exp.Expr, other: exp.Expr | None) -> None:
-        found = _unwrap(side)
+        found = unwrap_column(side)
         if found is None or other is None or not _is_constant(other):
             return
         column, dated, same_domain = found
@@ -232,73 +231,7 @@ def _where(info: _Info, alias: str, exclude: exp.Expr | None) -> str | None:
     return render(exp.and_(*parts, copy=True)) if parts else None
 
 
-def _own_columns(node: exp.Expr, scope: Scope) -> list[exp.Column]:
-    own = {id(c) for c in scope.columns}
-    return [c for c in node.find_all(exp.Column) if id(c) in own]
-
-
 def _is_constant(node: exp.Expr) -> bool:
     return (
         not isinstance(node, exp.Null) and node.find(exp.Column, exp.Query, exp.Star, exp.Placeholder) is None
     )
-
-
-def _unwrap(node: exp.Expr) -> tuple[exp.Column, bool, bool] | None:
-    """The column under pure wrappers: (column, wrapped in a date function or date cast, same value domain)."""
-    dated, same = False, True
-    while not isinstance(node, exp.Column):
-        if isinstance(node, exp.Cast):
-            dated = dated or node.args["to"].is_type(*exp.DataType.TEMPORAL_TYPES)
-        elif isinstance(node, _DATE_WRAPPERS):
-            dated = True
-        elif not isinstance(node, _SAME_DOMAIN):
-            return None
-        same = same and isinstance(node, _SAME_DOMAIN + (exp.Cast,))
-        inner = node.expression if isinstance(node, exp.Extract) else node.this
-        if not isinstance(inner, exp.Expr):
-            return None
-        node = inner
-    return node, dated, same
-
-
-def _tables(scope: Scope) -> dict[str, str]:
-    """The scope's base tables by alias (not CTEs, derived tables or table functions)."""
-    tables: dict[str, str] = {}
-    for alias, (_, source) in scope.selected_sources.items():
-        name = table_text(source) if isinstance(source, exp.Table) else None
-        if name:
-            tables[alias] = name
-    return tables
-
-
-def _resolve(column: exp.Column, scope: Scope) -> tuple[Scope, str] | None:
-    """The scope and alias of the base table a column belongs to, looking outwards for a correlated alias."""
-    if not column.table:
-        selected = list(scope.selected_sources)
-        return (scope, selected[0]) if len(selected) == 1 and selected[0] in _tables(scope) else None
-    current: Scope | None = scope
-    while current is not None:
-        if column.table in current.selected_sources:
-            return (current, column.table) if column.table in _tables(current) else None
-        current = current.parent
-    return None
-
-
-def _order_keys(scope: Scope) -> list[exp.Expr]:
-    """ORDER BY keys (the query's and its windows'): an output alias or position stands for its select item."""
-    select = scope.expression
-    outputs = {e.alias: e.this for e in select.expressions if isinstance(e, exp.Alias)}
-    keys: list[exp.Expr] = []
-    order = select.args.get("order")
-    for ordered in order.expressions if order else []:
-        key = ordered.this
-        if isinstance(key, exp.Literal) and key.is_int and 0 < int(key.name) <= len(select.expressions):
-            key = select.expressions[int(key.name) - 1].unalias()
-        elif isinstance(key, exp.Column) and not key.table and key.name in outputs:
-            key = outputs[key.name]
-        keys.append(key)
-    for window in scope.walk():
-        spec = window.args.get("order") if isinstance(window, exp.Window) else None
-        if spec:
-            keys.extend(o.this for o in spec.expressions)
-    return keys

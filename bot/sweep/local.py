@@ -19,6 +19,7 @@ from pathlib import Path
 
 import bot
 from bot.agents.env import agent_environment
+from bot.base.childenv import SAFE_PATH
 from bot.base.errors import EXIT_BUG, EXIT_INTERRUPTED, EXIT_OK, SqlcanaryError
 from bot.base.results import RunResult, read_run, write_run
 from bot.base.settings import Settings
@@ -89,7 +90,7 @@ def run_leg(
     leg's incomplete run too)."""
     req = leg_request(base, leg.entry, leg.shard, leg.out)
     code = _BOOT.format(root=str(Path(bot.__file__).resolve().parents[1]))
-    argv = [sys.executable, "-c", code, *req.run_argv()]
+    argv = [sys.executable, *SAFE_PATH, "-c", code, *req.run_argv()]
     leg.out.parent.mkdir(parents=True, exist_ok=True)
     leg.out.unlink(missing_ok=True)  # never mistake an earlier sweep's file for this leg's
     with leg.log.open("w", encoding="utf-8") as log:

@@ -19,8 +19,8 @@ from bot.attribution.delta import attribute
 from bot.attribution.evaluator import TreeEvaluator
 from bot.attribution.hunks import kb_changes
 from bot.attribution.revert import partial_revert
-from bot.base.git import worktree
 from bot.base.settings import Settings
+from bot.base.worktree import worktree
 from bot.cases.loader import load_suite
 from bot.check.diff import pr_diff
 from bot.config.model import load_config

@@ -26,7 +26,8 @@ import pytest
 from bot.agents.leftovers import SHARED_FOLDERS, ipc_of
 from bot.agents.user_ids import processes_by_user
 from bot.base.errors import ConfigError, SqlcanaryError
-from bot.base.git import Git, tree_contents, worktree
+from bot.base.git import Git, tree_contents
+from bot.base.worktree import worktree
 from bot.check.diff import pr_diff
 from tests.integration.test_action import checkout, pr_action, remote
 from tests.integration.test_post_artifacts import _artifact, _comments, _post, fork_leg

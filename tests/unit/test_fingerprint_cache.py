@@ -269,7 +269,8 @@ def test_resolve_commit_refuses_bad_refs(tmp_path, ref):
 
 @git_missing
 def test_a_worktree_is_removed_even_when_the_work_fails(tmp_path):
-    from bot.base.git import resolve_commit, worktree
+    from bot.base.git import resolve_commit
+    from bot.base.worktree import worktree
 
     repo = git_repo(tmp_path / "r")
     seen = []

@@ -21,6 +21,7 @@ from bot.cli import main as cli
 from bot.compare.comparison import CaseChange, Comparison, RateDelta, compare_head_only, compare_runs
 from bot.config.gate_settings import GateSettings
 from bot.report import charts
+from bot.report.cuts import COMMENT_DETAILS, COMMENT_ROWS
 from bot.report.render import (
     COMMENT_LIMIT,
     MARKER,
@@ -31,7 +32,6 @@ from bot.report.render import (
     render_junit,
     render_summary,
 )
-from bot.report.view import COMMENT_DETAILS, COMMENT_ROWS
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "golden"
 UPDATE = os.environ.get("SQLCANARY_UPDATE_GOLDEN") == "1"
