@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -27,6 +28,20 @@ def pytest_configure(config: pytest.Config) -> None:
     holder.chmod(0o755)
     config.option.basetemp = str(holder / "basetemp")
     config.stash[_HOLDER] = holder
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """As root, whether the sandbox's user can run this Python (README, "Quick start"): when not, the tests that
+    sandbox an agent fail with sqlcanary's own message; say it once, up front, with the fix."""
+    if not AS_ROOT:
+        return None
+    from bot.agents.reach import Unreachable, check_reachable
+
+    try:
+        check_reachable(Path(sys.executable), who="the sandbox's user", what="this Python", execute=True)
+    except Unreachable as exc:
+        return f"sandbox: this Python cannot be run by the sandbox's user; fix with `chmod o+x {exc.blocker}`"
+    return None
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from bot.scoring.alignment import Row, choose_key, choose_mapping, key_of
-from bot.scoring.row_pairing import distinct_rows, pair_by_key, unmatched_rows
+from bot.scoring.row_pairing import Pairing, distinct_rows, pair_by_key, unmatched_rows
 from bot.scoring.values import show
 
 MAX_ROWS = 10_000  # rows of each side examined (the default row cap)
@@ -197,6 +197,23 @@ def first_difference(
     else:
         counts["gold_rows"], counts["pred_rows"] = len(gold), len(pred)
 
+    # A row is surely missing (extra) only when the other side was read to its end.
+    read = (len(pred) <= limit, len(gold) <= limit)
+    return _first(found, key, columns, (g, p), read, counts)
+
+
+def _first(
+    found: Pairing,
+    key: tuple[int, ...],
+    columns: tuple[str, ...],
+    sides_rows: tuple[list[Row], list[Row]],
+    read: tuple[bool, bool],
+    counts: dict[str, Any],
+) -> FirstDifference | None:
+    """The first changed row, else the first missing or extra one (`read`: whether the prediction's and the
+    gold's rows were read to their end), with `counts`."""
+    g, p = sides_rows
+
     def named(row: Row, cols: Sequence[int]) -> Cells:
         return tuple((i, columns[i], show(row[i], KEY_VALUE_WIDTH)) for i in cols)
 
@@ -204,10 +221,9 @@ def first_difference(
         _, _, grow, prow, diff = min(found.changed, key=lambda t: (t[0], t[1]))
         changes = tuple((i, columns[i], show(grow[i]), show(prow[i])) for i in diff)
         return FirstDifference("changed", named(grow, key), changes, **counts)
-    # A row is surely missing (extra) only when the other side was read to its end.
     sides: tuple[tuple[Kind, list[tuple[int, Row]], list[Row], bool], ...] = (
-        ("missing", found.missing, p, len(pred) <= limit),
-        ("extra", found.extra, g, len(gold) <= limit),
+        ("missing", found.missing, p, read[0]),
+        ("extra", found.extra, g, read[1]),
     )
     for kind, rows, other, other_read in sides:
         if rows and other_read:
