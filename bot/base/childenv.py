@@ -72,10 +72,3 @@ def git_environment(environ: Mapping[str, str] | None) -> dict[str, str]:
     """git's whole environment: the allow-list of `environ`, the commit identity variables, and
     GIT_TERMINAL_PROMPT=0. A caller adds what one git needs (a token as GIT_CONFIG_*, a GIT_DIR) to a copy."""
     return {**allow_listed(environ, names=GIT_IDENTITY), **GIT_FIXED}
-
-
-# Python's `-P` for every sqlcanary child started with `-c` in a tree it evaluates: without it the working folder
-# (the pull request's tree) comes first on sys.path, and a `yaml.py` or `pydantic.py` there would be imported by a
-# process that holds the database's admin DSN. A `python:` agent's module is imported from its own folder, added
-# by bot.agents.pyhost for that import alone.
-SAFE_PATH = ("-P",)

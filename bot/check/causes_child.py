@@ -13,29 +13,25 @@ from __future__ import annotations
 import os
 import pickle
 import subprocess
-import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
 
-import bot
 from bot.attribution.causal import CausalFindings, CauseRequest, find_causes
 from bot.attribution.delta import Attribution
 from bot.attribution.hunks import Change, ChangeSet
 from bot.attribution.revert import RevertCandidate
-from bot.base.childenv import SAFE_PATH
 from bot.base.errors import EXIT_BUG, EXIT_INTERRUPTED, EXIT_OK, ConfigError, error_boundary
 from bot.base.resultfiles import ResultFiles
 from bot.base.results import FrozenModel, write_json_atomic
+from bot.base.selfchild import self_argv, wait_child
 from bot.base.settings import Settings
-from bot.check.child import child_environment, stop_child
+from bot.check.child import child_environment
 from bot.check.trees import Tree
 from bot.db.provision import Server
 
-# This module's `main` in a child process, importing this very sqlcanary (not a `bot/` the checked-out tree holds).
-_BOOT = "import sys; sys.path.insert(0, {root!r}); from bot.check.causes_child import main; sys.exit(main(sys.argv[1:]))"
 MAX_FINDINGS_BYTES = 64 * 1024 * 1024  # the KB texts of both sides and the revert's: far above any real KB
 _REQUEST, _FINDINGS = "request.pickle", "findings.json"
 
@@ -80,22 +76,17 @@ class Findings(FrozenModel):
 def find_causes_apart(req: CauseRequest, tree: Tree, server: Server, settings: Settings) -> CausalFindings:
     """`find_causes` of `req` on the head's `tree`, in a child process with the head's allow-listed environment;
     its findings read back as data."""
-    code = _BOOT.format(root=str(Path(bot.__file__).resolve().parents[1]))
     env = child_environment(settings, tree, server)
     with tempfile.TemporaryDirectory(prefix="sqlcanary-causes-") as private:  # mode 0700: this user's alone
         folder = Path(private)
         # This process's own objects, for a child of this very sqlcanary: the request goes one way only, and the
         # child reads it before it starts any agent. What comes back is JSON, validated.
         (folder / _REQUEST).write_bytes(pickle.dumps((req, server)))
-        argv = [sys.executable, *SAFE_PATH, "-c", code, str(folder / _REQUEST), str(folder / _FINDINGS)]
+        argv = self_argv("bot.check.causes_child", str(folder / _REQUEST), str(folder / _FINDINGS))
         proc = subprocess.Popen(
             argv, cwd=tree.cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
         )
-        try:
-            rc = proc.wait()
-        except BaseException:
-            stop_child(proc)
-            raise
+        rc = wait_child(proc)
         if rc == EXIT_INTERRUPTED:
             raise KeyboardInterrupt
         if rc != EXIT_OK or not (folder / _FINDINGS).is_file():

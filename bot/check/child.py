@@ -8,28 +8,22 @@ INPUT_*, the admin DSN nor an LLM key unless the base's config names the variabl
 
 from __future__ import annotations
 
-import signal
 import subprocess
-import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
-import bot
 from bot.agents.env import agent_environment
-from bot.base.childenv import SAFE_PATH
 from bot.base.errors import EXIT_BUG, EXIT_INTERRUPTED, ConfigError
 from bot.base.resultfiles import ResultFiles
 from bot.base.results import RunResult, read_run
+from bot.base.selfchild import self_argv, wait_child
 from bot.base.settings import Settings
 from bot.check.sides import Side
 from bot.check.trees import Tree
 from bot.config.trusted import write_resolved
 from bot.db.provision import Server
-
-# `sqlcanary run` in a child process, importing this very sqlcanary (not a `bot/` the checked-out tree holds).
-_BOOT = "import sys; sys.path.insert(0, {root!r}); from bot.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
 def child_environment(settings: Settings, tree: Tree, server: Server) -> dict[str, str]:
@@ -50,7 +44,6 @@ def evaluate_side(side: Side, server: Server, out: Path, settings: Settings) -> 
     """`sqlcanary run` of the side's request in its tree, in a child process; its RunResult is written to `out`
     and read back as data: validated, and masked of this process's secrets."""
     tree = side.tree
-    code = _BOOT.format(root=str(Path(bot.__file__).resolve().parents[1]))
     out.unlink(missing_ok=True)  # never mistake an earlier check's file for this run's
     # The child loads exactly the config decided here (the head's is the base's but for its agent), from a file
     # only this user can read: no file of the tree decides it, and a DSN in it never sits where the agent reads.
@@ -60,19 +53,14 @@ def evaluate_side(side: Side, server: Server, out: Path, settings: Settings) -> 
         # `--side head`: the pull request's agent, whose cached answers are keyed by its whole tree
         label: Literal["base", "head"] = "head" if tree.label == "head" else "base"
         child = replace(side.relative_run, out=str(out), config=str(resolved), side=label)
-        argv = [sys.executable, *SAFE_PATH, "-c", code, *child.run_argv()]
         proc = subprocess.Popen(
-            argv,
+            self_argv("bot.cli", *child.run_argv()),
             cwd=tree.cwd,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
         )
-        try:
-            rc = proc.wait()
-        except BaseException:
-            stop_child(proc)
-            raise
+        rc = wait_child(proc)
     if rc == EXIT_INTERRUPTED:
         raise KeyboardInterrupt
     if rc not in (0, EXIT_BUG) or not out.is_file():
@@ -83,18 +71,3 @@ def evaluate_side(side: Side, server: Server, out: Path, settings: Settings) -> 
     # The child never held this process's secrets (its environment is allow-listed), but its agent may have
     # printed one it found: the run is written again, masked, before anything keeps or shows it.
     return ResultFiles(out.parent, settings.secrets).model(out.name, read_run(out))
-
-
-def stop_child(proc: subprocess.Popen) -> None:
-    """Let the child drop its databases: a Ctrl-C in the terminal reached it too, so give it a moment; then
-    SIGINT (we were stopped some other way); kill it only if it still does not stop."""
-    for signum, grace in ((None, 3), (signal.SIGINT, 15)):
-        if signum is not None:
-            proc.send_signal(signum)
-        try:
-            proc.wait(timeout=grace)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-    proc.kill()
-    proc.wait()

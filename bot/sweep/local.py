@@ -8,20 +8,17 @@ others go on."""
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-import bot
 from bot.agents.env import agent_environment
-from bot.base.childenv import SAFE_PATH
 from bot.base.errors import EXIT_BUG, EXIT_INTERRUPTED, EXIT_OK, SqlcanaryError
 from bot.base.results import RunResult, read_run, write_run
+from bot.base.selfchild import self_argv, stop_child, wait_child
 from bot.base.settings import Settings
 from bot.cases.selection import Shard
 from bot.config.model import find_config
@@ -31,8 +28,6 @@ from bot.sweep.grid import Setting
 from bot.sweep.leg import MatrixEntry, leg_environ, leg_path, leg_request, parse_setting, with_setting
 from bot.sweep.plan import plan_matrix
 
-# `sqlcanary run` in a child process, importing this very sqlcanary (whatever `bot/` the current folder holds).
-_BOOT = "import sys; sys.path.insert(0, {root!r}); from bot.cli import main; sys.exit(main(sys.argv[1:]))"
 Say = Callable[[str], None]
 
 
@@ -89,8 +84,7 @@ def run_leg(
     log; then its RunResult with the setting recorded, as the Action's `mode: sweep` writes it (an interrupted
     leg's incomplete run too)."""
     req = leg_request(base, leg.entry, leg.shard, leg.out)
-    code = _BOOT.format(root=str(Path(bot.__file__).resolve().parents[1]))
-    argv = [sys.executable, *SAFE_PATH, "-c", code, *req.run_argv()]
+    argv = self_argv("bot.cli", *req.run_argv())
     leg.out.parent.mkdir(parents=True, exist_ok=True)
     leg.out.unlink(missing_ok=True)  # never mistake an earlier sweep's file for this leg's
     with leg.log.open("w", encoding="utf-8") as log:
@@ -105,10 +99,7 @@ def run_leg(
         if running is not None:
             running.add(proc)
         try:
-            rc = proc.wait()
-        except BaseException:
-            _stop(proc)
-            raise
+            rc = wait_child(proc)
         finally:
             if running is not None:
                 running.discard(proc)
@@ -145,7 +136,7 @@ class Running:
         with self._lock:
             procs = list(self._procs)
         for proc in procs:
-            _stop(proc)
+            stop_child(proc)
 
 
 def run_legs(
@@ -204,17 +195,3 @@ def _tail(log: Path, lines: int = 3) -> list[str]:
     kept = [line for line in text.splitlines() if line.strip()]
     errors = [line for line in kept if "error:" in line]
     return (errors or kept)[-lines:]
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """Let the child drop its databases (a Ctrl-C in the terminal reached it too); SIGINT, then kill."""
-    for signum, grace in ((None, 3), (signal.SIGINT, 15)):
-        if signum is not None:
-            proc.send_signal(signum)
-        try:
-            proc.wait(timeout=grace)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-    proc.kill()
-    proc.wait()

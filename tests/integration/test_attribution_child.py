@@ -7,19 +7,17 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from bot.cli import main
 from bot.compare.comparison import Comparison
+from tests.support.attribution_repo import FOLDER, base_repo, commit_pr_kb
 from tests.support.tinyrepo import git
 
 pytestmark = pytest.mark.integration
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "attribution"
-FOLDER = "analytics"
 # Prepended to the fixture's agent: each answer leaves a note of the agent's environment and its parent process.
 SPY = """import json as _json, os as _os, pathlib as _pathlib
 _parent = _pathlib.Path(f"/proc/{_os.getppid()}/cmdline").read_bytes().replace(b"\\0", b" ").decode()
@@ -43,20 +41,12 @@ def notes(tmp_path: Path) -> Path:
 
 
 def _repo(tmp_path: Path, notes: Path) -> Path:
-    repo = tmp_path / "repo"
-    shutil.copytree(FIXTURES / "tree", repo / FOLDER)
-    config = repo / FOLDER / "sqlcanary.yml"
-    config.write_text(
-        config.read_text().replace("command:PYTHON agent.py", f"command:{sys.executable} agent.py")
-    )
-    agent = repo / FOLDER / "agent.py"
-    agent.write_text(SPY.replace("NOTES", repr(str(notes))) + agent.read_text())
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    git(repo, "checkout", "-qb", "pr")
-    shutil.copytree(FIXTURES / "prs" / "three_hunks" / "kb", repo / FOLDER / "kb", dirs_exist_ok=True)
-    git(repo, "commit", "-qam", "three hunks")
+    def spy(folder: Path) -> None:
+        agent = folder / "agent.py"
+        agent.write_text(SPY.replace("NOTES", repr(str(notes))) + agent.read_text())
+
+    repo = base_repo(tmp_path, before=spy)
+    commit_pr_kb(repo, "three_hunks", "three hunks")
     git(repo, "checkout", "-q", "main")
     return repo
 

@@ -5,7 +5,6 @@ children that evaluate each tree are other processes, with their own reads."""
 from __future__ import annotations
 
 import shutil
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -14,30 +13,19 @@ import pytest
 from bot.cases import loader
 from bot.cli import main
 from bot.compare.comparison import Comparison
+from tests.support.attribution_repo import FOLDER, base_repo, commit_pr_kb
 from tests.support.tinyrepo import git
 
 pytestmark = pytest.mark.integration
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "attribution"
-FOLDER = "analytics"
 
 if shutil.which("git") is None:  # pragma: no cover - CI has git
     pytest.skip("git is not installed", allow_module_level=True)
 
 
 def test_a_check_with_attribution_parses_each_sides_suite_once(tmp_path: Path, monkeypatch, pg_dsn: str):
-    repo = tmp_path / "repo"
-    shutil.copytree(FIXTURES / "tree", repo / FOLDER)
-    config = repo / FOLDER / "sqlcanary.yml"
-    config.write_text(
-        config.read_text().replace("command:PYTHON agent.py", f"command:{sys.executable} agent.py")
-    )
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    git(repo, "checkout", "-qb", "pr")
-    shutil.copytree(FIXTURES / "prs" / "three_hunks" / "kb", repo / FOLDER / "kb", dirs_exist_ok=True)
-    git(repo, "commit", "-qam", "three hunks")
+    repo = base_repo(tmp_path)
+    commit_pr_kb(repo, "three_hunks", "three hunks")
     git(repo, "checkout", "-q", "main")
     monkeypatch.chdir(repo / FOLDER)
     monkeypatch.setenv("SQLCANARY_CACHE_DIR", str(tmp_path / "cache"))

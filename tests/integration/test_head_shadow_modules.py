@@ -8,18 +8,16 @@ library sqlcanary imports are never imported, and the check still judges the cha
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
 from bot.cli import main
+from tests.support.attribution_repo import FOLDER, base_repo, commit_pr_kb
 from tests.support.tinyrepo import git
 
 pytestmark = pytest.mark.integration
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "attribution"
-FOLDER = "analytics"
 # Libraries a child of sqlcanary imports after it starts (not yet imported when `python -c` runs its code).
 SHADOWED = ("yaml", "pydantic", "psycopg2", "sqlglot", "jinja2", "tqdm", "bot")
 
@@ -36,25 +34,14 @@ def _planted(marks: Path) -> str:
 
 
 def _repo(tmp_path: Path, marks: Path) -> Path:
-    repo = tmp_path / "repo"
-    shutil.copytree(FIXTURES / "tree", repo / FOLDER)
-    config = repo / FOLDER / "sqlcanary.yml"
-    config.write_text(
-        config.read_text().replace("command:PYTHON agent.py", f"command:{sys.executable} agent.py")
-    )
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    git(repo, "checkout", "-qb", "pr")
-    shutil.copytree(FIXTURES / "prs" / "three_hunks" / "kb", repo / FOLDER / "kb", dirs_exist_ok=True)
+    repo = base_repo(tmp_path)
     for folder in (
         repo,
         repo / FOLDER,
     ):  # the repository's root and the config's folder (where the children run)
         for name in SHADOWED:
             (folder / f"{name}.py").write_text(_planted(marks))
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "three hunks, and modules named after sqlcanary's libraries")
+    commit_pr_kb(repo, "three_hunks", "three hunks, and modules named after sqlcanary's libraries")
     git(repo, "checkout", "-q", "main")
     return repo
 

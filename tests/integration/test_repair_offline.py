@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.attribution_repo import FOLDER, base_repo
 from tests.support.tinyrepo import git
 
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "attribution"
-FOLDER = "analytics"
 METRICS = f"{FOLDER}/kb/metrics.yaml"
 BIG_BROKEN = "big_orders: SELECT count(*) FROM orders WHERE amount > 1000\n"
 BIG_BASE = "big_orders: SELECT count(*) FROM orders WHERE amount > 100\n"
@@ -37,16 +37,7 @@ if shutil.which("git") is None:  # pragma: no cover - CI has git
 
 def make_repo(root: Path, metrics: str) -> Path:
     """The fixture tree committed on `main`, then `metrics` (the head's KB metrics file) committed on `pr`."""
-    repo = root / "repo"
-    shutil.copytree(FIXTURES / "tree", repo / FOLDER)
-    config = repo / FOLDER / "sqlcanary.yml"
-    config.write_text(
-        config.read_text().replace("command:PYTHON agent.py", f"command:{sys.executable} agent.py")
-    )
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    git(repo, "checkout", "-q", "-b", "pr")
+    repo = base_repo(root)
     (repo / METRICS).write_text(metrics)
     git(repo, "commit", "-qam", "the pull request")
     return repo
