@@ -3,6 +3,7 @@ and the read-only datasets in ../shared (tests that need them skip with a reason
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -10,6 +11,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
+
+from tests.support import reachable_python
 
 REPO = Path(__file__).resolve().parents[1]
 AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -22,7 +25,10 @@ def pytest_configure(config: pytest.Config) -> None:
     reach the tests' temporary files. pytest keeps them in 0700 folders under /tmp/pytest-of-root, which every
     new session (another developer's too) makes 0700 again: give this session a base folder of its own that
     the agent's user can traverse (the `tmp_path_factory` below opens the folders made in it)."""
-    if not AS_ROOT or config.option.basetemp or hasattr(config, "workerinput"):
+    if not AS_ROOT or hasattr(config, "workerinput"):
+        return
+    _run_under_a_reachable_python(config)
+    if config.option.basetemp:
         return
     holder = Path(tempfile.mkdtemp(prefix="sqlcanary-tests-"))
     holder.chmod(0o755)
@@ -30,17 +36,52 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_HOLDER] = holder
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
-    """As root, whether the sandbox's user can run this Python (README, "Quick start"): when not, the tests that
-    sandbox an agent fail with sqlcanary's own message; say it once, up front, with the fix."""
-    if not AS_ROOT:
-        return None
+def _unreachable_python() -> Path | None:
+    """The folder that keeps the sandbox's user from running this Python, if one does."""
     from bot.agents.reach import Unreachable, check_reachable
 
     try:
         check_reachable(Path(sys.executable), who="the sandbox's user", what="this Python", execute=True)
     except Unreachable as exc:
-        return f"sandbox: this Python cannot be run by the sandbox's user; fix with `chmod o+x {exc.blocker}`"
+        return exc.blocker
+    return None
+
+
+def _run_under_a_reachable_python(config: pytest.Config) -> None:
+    """As root, the tests' sandboxed agents run this Python as an unprivileged user. When a private folder (a
+    0700 /root holding pyenv) keeps that user out, run the session again under a copy it can reach
+    (tests/support/reachable_python.py), rather than open the user's folder. Once: the copy is reachable."""
+    if os.environ.get(reachable_python.HOLDER_VARIABLE) or _unreachable_python() is None:
+        return
+    original = Path(sys.executable)
+    try:
+        runtime = reachable_python.build(original)
+    except (OSError, RuntimeError) as exc:  # then the header says what keeps the sandbox out, and the fix
+        print(f"sqlcanary tests: no reachable copy of {original}: {exc}", file=sys.stderr)
+        return
+    argv = reachable_python.session_argv(runtime, sys.argv, original)
+    env = reachable_python.session_environment(dict(os.environ), runtime, original)
+    capture = config.pluginmanager.getplugin("capturemanager")
+    if capture is not None:
+        capture.stop_global_capturing()  # the new session writes to the real terminal, not pytest's capture
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(runtime.python, argv, env)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """As root, whether the sandbox's user can run this Python (README, "Quick start"): when the session runs
+    under a reachable copy, say so; when it cannot, the tests that sandbox an agent fail with sqlcanary's own
+    message: say it once, up front, with the fix."""
+    if not AS_ROOT:
+        return None
+    copied = os.environ.get(reachable_python.ORIGINAL_VARIABLE)
+    if copied:
+        was = json.loads(copied)["python"]
+        return f"sandbox: {was} is out of the sandbox's user's reach; running under a copy in {sys.prefix}"
+    blocker = _unreachable_python()
+    if blocker is not None:
+        return f"sandbox: this Python cannot be run by the sandbox's user; fix with `chmod o+x {blocker}`"
     return None
 
 
@@ -48,6 +89,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     holder = config.stash.get(_HOLDER, None)
     if holder is not None:
         shutil.rmtree(holder, ignore_errors=True)
+    runtime = os.environ.get(reachable_python.HOLDER_VARIABLE)
+    if runtime and AS_ROOT and not hasattr(config, "workerinput"):
+        shutil.rmtree(runtime, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,9 @@ token, the Action's inputs, the LLM key, DATABASE_URL. So no child gets it: each
 (`Settings.environ`). tests/unit/test_child_environments.py fails on a call that passes no `env=`.
 
 The allow-list is what a program needs to start and to speak the user's language: PATH, HOME, the user's name,
-the locale (LANG, LANGUAGE, LC_*), TZ, the temp folders, and what Windows cannot start a process without. A name
+the locale (LANG, LANGUAGE, LC_*), TZ, the temp folders, the dynamic loader's LD_LIBRARY_PATH (an interpreter
+whose shared library lives outside the system's folders cannot start without it), and what Windows cannot start
+a process without. A name
 that looks secret (`LC_API_KEY`) never passes. Given no environment at all, a child gets PATH=os.defpath only.
 
 git gets the same, plus the commit identity variables (GIT_AUTHOR_*, GIT_COMMITTER_*) and
@@ -30,6 +32,7 @@ PROCESS_NAMES = frozenset(
         "LANG",
         "LANGUAGE",
         "TZ",
+        "LD_LIBRARY_PATH",  # the loader's: a Python or driver installed outside the system's library folders
         "TMPDIR",
         "TEMP",
         "TMP",

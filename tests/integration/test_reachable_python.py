@@ -1,0 +1,78 @@
+"""A test session whose Python only root can reach runs under a copy the sandbox's user can run
+(tests/support/reachable_python.py, README "Quick start"): the copy carries its environment's packages and
+scripts, and no folder of the user's changes mode."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.agents.reach import check_reachable
+from tests.support import reachable_python
+
+AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+pytestmark = pytest.mark.skipif(not AS_ROOT, reason="only a root session sandboxes its agents")
+NOBODY = 65534
+
+
+def as_nobody(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        argv, env=env, cwd="/", capture_output=True, text=True, user=NOBODY, group=NOBODY, extra_groups=[]
+    )
+
+
+def private_venv(tmp_path: Path) -> Path:
+    """A virtual environment in a 0700 folder, with a module in its site-packages and a script in its bin."""
+    private = tmp_path / "private"
+    private.mkdir()
+    private.chmod(0o700)
+    venv = private / "venv"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, env={"PATH": os.defpath}
+    )
+    (site,) = venv.glob("lib/python*/site-packages")
+    (site / "probe_of_the_copy.py").write_text("WHERE = 'the private venv'\n")
+    script = venv / "bin" / "probe-script"
+    script.write_text(f"#!{venv}/bin/python\nimport probe_of_the_copy\nprint(probe_of_the_copy.WHERE)\n")
+    script.chmod(0o755)
+    return venv
+
+
+def test_the_sandbox_user_runs_a_copy_of_a_python_it_cannot_reach(tmp_path: Path) -> None:
+    venv = private_venv(tmp_path)
+    python = venv / "bin" / "python"
+    modes = reachable_python.folder_modes(python)
+    cfg = (venv / "pyvenv.cfg").read_text()
+    with pytest.raises(PermissionError):  # the user cannot even start it: what the copy is for
+        as_nobody([str(python), "-c", "pass"], {"PATH": os.defpath})
+
+    runtime = reachable_python.build(python, parent=tmp_path)
+    env = {"PATH": f"{runtime.bin_dir}{os.pathsep}{os.defpath}", "LD_LIBRARY_PATH": str(runtime.lib_dir)}
+    run = as_nobody(
+        [str(runtime.python), "-c", "import sys, probe_of_the_copy as p; print(sys.prefix, p.WHERE)"], env
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split(" ", 1) == [str(runtime.holder / "venv"), "the private venv\n"]
+    script = as_nobody([str(runtime.bin_dir / "probe-script")], env)
+    assert (script.returncode, script.stdout) == (0, "the private venv\n"), script.stderr
+
+    assert reachable_python.folder_modes(python) == modes  # nothing of the user's was opened...
+    assert stat.S_IMODE(venv.parent.stat().st_mode) == 0o700
+    assert (venv / "pyvenv.cfg").read_text() == cfg  # ...or written through a hard link
+    assert (venv / "bin" / "probe-script").read_text().startswith(f"#!{venv}/bin/python\n")
+
+
+def test_this_session_runs_under_a_copy_when_its_python_was_out_of_reach() -> None:
+    copied = os.environ.get(reachable_python.ORIGINAL_VARIABLE)
+    if not copied:
+        pytest.skip("this session's Python is within the sandbox user's reach: nothing was copied")
+    was = json.loads(copied)
+    check_reachable(Path(sys.executable), who="the sandbox's user", what="this Python", execute=True)
+    assert Path(sys.executable) != Path(was["python"])
+    assert reachable_python.folder_modes(Path(was["python"])) == was["modes"]
