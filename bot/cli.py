@@ -9,7 +9,6 @@ import sys
 from collections.abc import Sequence
 
 from bot.base.errors import EXIT_BAD_INPUT, EXIT_OK, error_boundary
-from bot.base.settings import Settings
 from bot.base.streams import reader_may_leave
 
 # (command, module under bot/commands, help): each module has add_arguments(parser) and
@@ -57,8 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: usage errors are bad input
         return EXIT_OK if exc.code in (0, None) else EXIT_BAD_INPUT
-    if args.version:
-        from bot.run.runner import sqlcanary_version
+    if args.version:  # imports nothing else: a start-up of its own (benchmarks/perf/cli_start.py)
+        from bot.base.version import sqlcanary_version
 
         print(f"sqlcanary {sqlcanary_version()}")
         return EXIT_OK
@@ -66,6 +65,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_BAD_INPUT
     import logging
+
+    from bot.base.settings import Settings
 
     logging.getLogger("sqlglot").setLevel(logging.ERROR)  # its parse fallbacks are not the user's business
     code = [EXIT_OK]

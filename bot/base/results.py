@@ -274,13 +274,25 @@ def write_run(path: str | Path, run: RunResult) -> None:
     write_json_atomic(path, run.model_dump_json(indent=2) + "\n")
 
 
-def read_run(path: str | Path) -> RunResult:
+MAX_RUN_BYTES = 1 << 30  # a run of 100,000 cases with their samples is far below
+
+
+def read_run(path: str | Path, *, limit: int = MAX_RUN_BYTES) -> RunResult:
+    """A run file, validated: a ResultFileError naming it when it is missing, not JSON, of another schema
+    version, not a run, or larger than `limit` bytes (a child's run is untrusted data: it is never read whole
+    into memory past the bound)."""
     try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        with Path(path).open("rb") as fh:
+            data = fh.read(limit + 1)
+        if len(data) > limit:
+            raise ResultFileError(f"larger than {limit:,} bytes: not read", path=str(path))
+        raw = json.loads(data.decode("utf-8"))
     except FileNotFoundError as exc:
         raise ResultFileError("no such file", path=str(path)) from exc
     except json.JSONDecodeError as exc:
         raise ResultFileError(f"not JSON: {exc.msg}", path=str(path), line=exc.lineno) from exc
+    except UnicodeDecodeError as exc:
+        raise ResultFileError(f"not UTF-8 text: {exc.reason}", path=str(path)) from exc
     if not isinstance(raw, dict) or raw.get("schema_version") != SCHEMA_VERSION:
         got = raw.get("schema_version") if isinstance(raw, dict) else None
         raise ResultFileError(

@@ -13,6 +13,7 @@ from bot.base.git import git_sha, toplevel
 from bot.base.resultfiles import ResultFiles
 from bot.base.results import EVALUATOR_VERSION, RunResult
 from bot.base.settings import Settings
+from bot.base.version import sqlcanary_version
 from bot.check.child import evaluate_side
 from bot.check.request import CheckRequest
 from bot.check.sides import Side
@@ -21,7 +22,6 @@ from bot.db.provision import Server
 from bot.db.templates import fixture_fingerprint
 from bot.report.console import cache_line
 from bot.run.cache import RunCache, run_cache_key
-from bot.run.runner import sqlcanary_version
 from bot.run.server import provision_server
 from bot.run.setup import fingerprints
 

@@ -2,8 +2,9 @@
 into it, and, read once when first asked for, its suite, the cases the request selects and the agent it would
 use. `plan_check` makes both (and the worktrees they live in) from a CheckRequest.
 
-This process reads the head side's suite only as data (for the reports' gold SQL and for attribution); it runs
-none of it: the head is evaluated by its own `sqlcanary run` child (bot.check.child)."""
+This process parses none of the head's files: its config and suite are read apart, by a child that holds no
+secret (bot.check.head_reader), and taken here as validated data (for the reports' gold SQL, for attribution and
+the repair); the head is evaluated by its own `sqlcanary run` child (bot.check.child)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from bot.base.errors import SqlcanaryError
 from bot.base.git import committed_under, default_base_ref, git_sha, resolve_commit, toplevel
 from bot.base.settings import ENV_CACHE_DIR, Settings
 from bot.base.worktree import worktree
+from bot.cases.loader import load_suite
 from bot.cases.model import Case, Suite
+from bot.check.head_reader import HeadFiles, ReadRequest, read_head
 from bot.check.request import CheckRequest
 from bot.check.trees import Roots, Tree, open_trees, suite_roots, tree_request
 from bot.config.model import Config
@@ -62,7 +65,8 @@ class Side:
     @cached_property
     def selected(self) -> tuple[Suite, tuple[Case, ...]]:
         """The suite and the cases the request selects, read once."""
-        suite, cases = suite_and_cases(self.run, self.tree.config)
+        files = self.tree.files  # the head's suite, as read apart (bot.check.head_reader)
+        suite, cases = suite_and_cases(self.run, self.tree.config, load=files.suite if files else load_suite)
         return suite, tuple(cases)
 
     @property
@@ -164,7 +168,11 @@ def plan_check(
     out = check_out(req, settings, stack)
     roots = out.roots
     say(f"base {out.base_ref} ({roots.base_sha[:12]}) vs head {req.head or 'working tree'}")
-    head, base = open_trees(req.run, roots, trust_alone=req.trust_head_config)
+
+    def read(request: ReadRequest, cwd: Path) -> HeadFiles:
+        return read_head(request, cwd, out.settings.environ, say=say)
+
+    head, base = open_trees(req.run, roots, trust_alone=req.trust_head_config, read=read)
     head = replace(head, notes=(*out.notes, *head.notes))
     for note in head.notes:
         say(note)

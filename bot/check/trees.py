@@ -5,13 +5,18 @@ tree is evaluated is bot.check.child's; what changed between the two, bot.check.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bot.base.errors import ConfigError, SqlcanaryError
+from bot.check.head_reader import HeadFiles, ReadRequest
 from bot.config.model import CONFIG_NAMES, Config, load_config
 from bot.config.trusted import decide_head_config
 from bot.run.request import RunRequest
+
+# Reads the head's files apart (bot.check.head_reader.read_head), given what to read and the head's folder.
+ReadHead = Callable[[ReadRequest, Path], HeadFiles]
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,7 @@ class Tree:
     notes: tuple[
         str, ...
     ] = ()  # head settings the base's config overruled (bot.config.trusted), for the report
+    files: HeadFiles | None = None  # the head's: its files as read apart (bot.check.head_reader)
 
     def describe(self) -> str:
         sha = self.sha[:12] if self.sha else "no commit"
@@ -103,11 +109,12 @@ class Roots:
     working: bool
 
 
-def open_trees(req: RunRequest, out: Roots, *, trust_alone: bool) -> tuple[Tree, Tree | None]:
+def open_trees(req: RunRequest, out: Roots, *, trust_alone: bool, read: ReadHead) -> tuple[Tree, Tree | None]:
     """The head's tree with the config a check evaluates it with (the base's, but for its agent:
     bot.config.trusted), and the base's tree, None when the base commit has no sqlcanary config at all (the pull
     request that adds it). What is wrong in the base commit is a ConfigError naming it. Both trees' places are
-    found first; then their configs are read, and the head's decided, in one step."""
+    found first; the base's config is read here, the head's files apart (`read`: this process holds the
+    secrets and parses nothing of the head's), and the head's config is decided here, in one step."""
     head_cwd = _cwd(req, "head", out.repo, out.head_root)
     head_file = _config_file(req, out.repo, out.head_root, head_cwd)
     base_where = f"base {out.base_sha[:12]}"
@@ -116,20 +123,21 @@ def open_trees(req: RunRequest, out: Roots, *, trust_alone: bool) -> tuple[Tree,
     except SqlcanaryError as exc:
         raise ConfigError(f"{base_where}: {exc}") from exc
     base_cwd, base_file = base_place or (None, None)
-    # The decided config's paths are relative to the base's config's folder, in the head's tree.
-    folder = inside(base_file, out.base_root, out.head_root).parent if base_file else None
-    folder = folder or (head_file.parent if head_file else head_cwd)
-    own = load_config(head_file) if head_file else Config(base_dir=str(head_cwd))
     try:
         base = load_config(base_file) if base_file else None
     except SqlcanaryError as exc:
         raise ConfigError(f"{base_where}: {exc}") from exc
     if base is None and base_cwd is not None:
         base = Config(base_dir=str(base_cwd))
+    # The decided config's paths are relative to the base's config's folder, in the head's tree.
+    folder = inside(base_file, out.base_root, out.head_root).parent if base_file else None
+    folder = (folder or (head_file.parent if head_file else head_cwd)).resolve()
+    files = read(ReadRequest(config_file=_str(head_file), suites=_suites(req, out, base, folder)), head_cwd)
+    own = files.own_config(head_file) if head_file else Config(base_dir=str(head_cwd))
     config, notes = decide_head_config(
         own,
         base,
-        base_dir=str(folder.resolve()),
+        base_dir=str(folder),
         suite_given=bool(req.suite),
         trust_alone=trust_alone,
     )
@@ -142,12 +150,29 @@ def open_trees(req: RunRequest, out: Roots, *, trust_alone: bool) -> tuple[Tree,
         config_file=head_file,
         working=out.working,
         notes=notes,
+        files=files,
     )
     if base is None or base_cwd is None:
         return head, None
     return head, Tree(
         label="base", root=out.base_root, sha=out.base_sha, cwd=base_cwd, config=base, config_file=base_file
     )
+
+
+def _str(path: Path | None) -> str | None:
+    return str(path) if path is not None else None
+
+
+def _suites(req: RunRequest, out: Roots, base: Config | None, folder: Path) -> tuple[str, ...]:
+    """The suites the head may be evaluated with, as far as the base decides: the request's, moved into the
+    head's tree, and the base config's, rebased to `folder` in it (the reader adds the head's own)."""
+    given = [inside(Path(req.suite), out.repo, out.head_root)] if req.suite else []
+    based = (
+        [Path(base.suite) if Path(base.suite).is_absolute() else folder / base.suite]
+        if base and base.suite
+        else []
+    )
+    return tuple(str(p) for p in (*given, *based))
 
 
 def _base_place(req: RunRequest, out: Roots) -> tuple[Path, Path | None] | None:

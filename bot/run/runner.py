@@ -8,7 +8,6 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from bot.agents.base import AgentAdapter
@@ -22,6 +21,7 @@ from bot.base.results import (
     summarize,
     write_run,
 )
+from bot.base.version import sqlcanary_version
 from bot.cases.model import Case, CompareOptions, Suite
 from bot.db.provision import Server
 from bot.db.session import ConnectionLost
@@ -58,13 +58,6 @@ class RunOptions:
     # What the agent fingerprint keying the answer cache covers (bot.run.setup.cache_basis; meta.cache_basis).
     cache_basis: str | None = None
     sandbox: str | None = None  # the agent's isolation, recorded as meta.sandbox (bot.agents.sandbox)
-
-
-def sqlcanary_version() -> str:
-    try:
-        return version("sqlcanary")
-    except PackageNotFoundError:
-        return "0+unknown"
 
 
 class _Saver:

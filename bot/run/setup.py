@@ -5,6 +5,7 @@ per-tree runs and the repair loop all build their agent here."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -137,12 +138,15 @@ def answer_cache(
     return AnswerCache(settings.cache_dir) if usable else None
 
 
-def suite_and_cases(req: RunRequest, config: Config) -> tuple[Suite, list[Case]]:
-    """The suite (argument, else the config's `suite:`) and the cases the filters and --shard select."""
+def suite_and_cases(
+    req: RunRequest, config: Config, *, load: Callable[[str], Suite] = load_suite
+) -> tuple[Suite, list[Case]]:
+    """The suite (argument, else the config's `suite:`) and the cases the filters and --shard select; `load`
+    reads the suite (a check's head: from what its reader read, bot.check.head_reader)."""
     suite_path = req.suite or (str(config.path(config.suite)) if config.suite else None)
     if not suite_path:
         raise ConfigError("no suite given: pass a suite folder or set `suite:` in sqlcanary.yml")
-    suite = load_suite(suite_path)
+    suite = load(suite_path)
     cases = select_cases(suite.cases, tags=list(req.tags) or None, ids=list(req.ids) or None)
     if not cases:
         raise ConfigError("no case matches the filters" if req.filters else "the suite has no cases")

@@ -164,6 +164,18 @@ def test_a_run_holding_a_case_twice_is_refused():
         compare_runs(doubled, load("k1_head"))
 
 
+def test_a_run_file_past_the_bound_or_not_utf8_is_refused_naming_it(tmp_path: Path):
+    run = tmp_path / "head.json"
+    write_run(run, load("k1_head"))
+    assert read_run(run).cases  # within the bound
+    with pytest.raises(ResultFileError, match="larger than 100 bytes") as exc:
+        read_run(run, limit=100)
+    assert exc.value.path == str(run)
+    run.write_bytes(b'{"schema_version": "\xff"}')
+    with pytest.raises(ResultFileError, match="not UTF-8"):
+        read_run(run)
+
+
 # --- repeats and McNemar -----------------------------------------------------------------------------------------
 
 

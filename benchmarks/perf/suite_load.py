@@ -1,0 +1,97 @@
+"""Suite loading: libyaml's parser against PyYAML's pure-Python one, in the same run (issue 26).
+
+    python benchmarks/perf/suite_load.py [--shared ../shared] [--copies 16] [--rounds 3]
+
+Imports the defog suite (419 cases) and writes a copy holding it `--copies` times (6,704 cases at 16, each id
+made unique), then loads both with bot.cases.loader.load_suite, alternately, with the loader sqlcanary uses
+(libyaml's parser under sqlcanary's line-keeping constructors) and with the same constructors over the
+pure-Python parser. Prints the median seconds, the milliseconds per case and the ratio, and checks that both
+parsers give the same cases (ids, golds, line numbers in errors are covered by the unit tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+ROW = "{:<12} {:>6} {:>8} {:>10} {:>13} {:>16} {:>5}"
+sys.path.insert(0, str(REPO))
+
+from bot.base import yamlread  # noqa: E402
+from bot.cases.importers import import_defog  # noqa: E402
+from bot.cases.loader import load_suite  # noqa: E402
+
+
+class PureLoader(yaml.SafeLoader):
+    """sqlcanary's loader over PyYAML's pure-Python parser: the same constructors and resolvers."""
+
+
+PureLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, yamlread._construct_mapping)
+PureLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, yamlread._construct_sequence)
+PureLoader.yaml_implicit_resolvers = yamlread._Loader.yaml_implicit_resolvers
+
+
+def multiplied(suite: Path, out: Path, copies: int) -> Path:
+    """`suite` with its case files repeated `copies` times, each copy's ids suffixed."""
+    shutil.copytree(suite, out)
+    cases = out / "cases"
+    originals = sorted(cases.rglob("*.yml"))
+    for n in range(1, copies):
+        for path in originals:
+            text = path.read_text().replace("- id: ", f"- id: x{n}-")
+            path.with_name(f"{path.stem}-x{n}.yml").write_text(text)
+    return out
+
+
+def timed(location: Path, loader: type) -> tuple[float, int]:
+    yamlread._Loader = loader  # type: ignore[misc]
+    start = time.perf_counter()
+    suite = load_suite(location)
+    return time.perf_counter() - start, len(suite.cases)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shared", default=str(REPO.parent / "shared"))
+    ap.add_argument("--copies", type=int, default=16)
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    src = Path(args.shared) / "datasets/defog"
+    if not src.is_dir():
+        print(f"no defog dataset at {src}", file=sys.stderr)
+        return 2
+    ours = yamlread._Loader
+    with tempfile.TemporaryDirectory() as tmp:
+        one = Path(tmp) / "defog"
+        import_defog(src, one)
+        many = multiplied(one, Path(tmp) / f"defog-x{args.copies}", args.copies)
+        print(ROW.format("suite", "cases", "pure s", "libyaml s", "pure ms/case", "libyaml ms/case", "x"))
+        for name, location in (("defog", one), (f"defog x{args.copies}", many)):
+            pure, fast, n = [], [], 0
+            for _ in range(args.rounds):
+                t, n = timed(location, PureLoader)
+                pure.append(t)
+                t, n2 = timed(location, ours)
+                fast.append(t)
+                assert n == n2
+            p, f = statistics.median(pure), statistics.median(fast)
+            cells = (f"{p:.2f}", f"{f:.2f}", f"{1000 * p / n:.2f}", f"{1000 * f / n:.2f}", f"{p / f:.1f}")
+            print(ROW.format(name, n, *cells))
+        yamlread._Loader = ours  # type: ignore[misc]
+        a = {c.id: c for c in load_suite(many).cases}
+        yamlread._Loader = PureLoader  # type: ignore[misc]
+        b = {c.id: c for c in load_suite(many).cases}
+        print("same cases from both parsers:", a == b)
+        return 0 if a == b else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
