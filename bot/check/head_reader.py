@@ -31,7 +31,8 @@ from bot.base.errors import EXIT_BUG, EXIT_OK, CaseFileError, ConfigError, Sqlca
 from bot.base.results import FrozenModel
 from bot.base.selfchild import self_argv, stop_child
 from bot.cases.loader import load_suite
-from bot.cases.model import Case, Suite, SuiteSettings
+from bot.cases.model import Suite
+from bot.cases.suite_doc import SuiteDoc
 from bot.config.model import Config, load_config
 
 MAX_OUTPUT = 256 * 1024 * 1024  # a suite of 100,000 cases is well below
@@ -57,44 +58,6 @@ class Problem(FrozenModel):
     @classmethod
     def of(cls, exc: SqlcanaryError) -> Problem:
         return cls(message=exc.message, path=exc.path, line=exc.line)
-
-
-class SuiteDoc(FrozenModel):
-    """A Suite as data (bot.cases.model.Suite): its cases and settings validated by their own models."""
-
-    name: str
-    root: str
-    databases: dict[str, tuple[str, ...]]
-    settings: SuiteSettings
-    cases: tuple[Case, ...]
-    content_hash: str
-    files: tuple[str, ...]
-    location: str
-
-    @classmethod
-    def of(cls, suite: Suite) -> SuiteDoc:
-        return cls(
-            name=suite.name,
-            root=str(suite.root),
-            databases={db: tuple(str(p) for p in paths) for db, paths in suite.databases.items()},
-            settings=suite.settings,
-            cases=suite.cases,
-            content_hash=suite.content_hash,
-            files=tuple(str(p) for p in suite.files),
-            location=str(suite.location),
-        )
-
-    def suite(self) -> Suite:
-        return Suite(
-            name=self.name,
-            root=Path(self.root),
-            databases={db: tuple(Path(p) for p in paths) for db, paths in self.databases.items()},
-            settings=self.settings,
-            cases=self.cases,
-            content_hash=self.content_hash,
-            files=tuple(Path(p) for p in self.files),
-            location=Path(self.location),
-        )
 
 
 class HeadFiles(FrozenModel):

@@ -170,6 +170,9 @@ def add_run_command_arguments(p: argparse.ArgumentParser) -> None:
         "the whole tree, the agent and the config are unchanged, whatever `agent.inputs` says",
     )
     p.add_argument(
+        "--suite-data", help=argparse.SUPPRESS
+    )  # set by `check` for the head's run: the suite, as read
+    p.add_argument(
         "--structural", action="store_true", help="structural diff on every case, not only failures"
     )
     p.add_argument(

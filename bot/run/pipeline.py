@@ -22,7 +22,7 @@ from bot.run.request import RunRequest
 from bot.run.rerun import FirstFailure, RunInterrupted, Stopper, last_failed_request, merged_over
 from bot.run.runner import run_suite
 from bot.run.server import provision_server
-from bot.run.setup import choose_agent, run_options, suite_and_cases
+from bot.run.setup import choose_agent, run_options, suite_and_cases, suite_loader
 
 DEFAULT_OUT = "sqlcanary-results/run.json"
 Say = Callable[[str], None]
@@ -52,7 +52,7 @@ def evaluate_request(
     )
     if req.last_failed:
         req, previous = last_failed_request(req, out, say=say)
-    suite, cases = suite_and_cases(req, config)
+    suite, cases = suite_and_cases(req, config, load=suite_loader(req))
     choice = choose_agent(req, config, cwd=str(req.folder))
     started = sandboxed_start(
         choice.spec, lambda box: choice.start(settings, box), policy=req.sandbox_policy, warn=_warn

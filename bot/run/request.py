@@ -26,6 +26,7 @@ _VALUE_FLAGS = (
     "perturb",
     "side",
     "sandbox",
+    "suite_data",
 )
 _SWITCHES = ("persistent", "no_answer_cache", "quiet", "verbose")
 
@@ -67,6 +68,9 @@ class RunRequest:
     # Which side of a check this run evaluates (`check` sets it for each tree's run; None: a run of its own). The
     # head's agent is the pull request's: its cached answers are keyed by its whole tree, never `agent.inputs`.
     side: Literal["base", "head"] | None = None
+    # The head's suite as its reader parsed it (bot.cases.suite_doc), a file `check` writes for the head's run:
+    # read instead of the suite's YAML, which only the reader, holding nothing, parses.
+    suite_data: str | None = None
     # The agent's sandbox when sqlcanary is root (bot.agents.sandbox): None is `on` for a side of a check (the
     # pull request's agent, or the base's beside it) and `auto` for a run of its own; the Action asks for `on`.
     sandbox: Policy | None = None

@@ -21,6 +21,7 @@ from bot.cases.fields import parse_duration_ms
 from bot.cases.loader import load_suite
 from bot.cases.model import Case, Suite
 from bot.cases.selection import in_shard, parse_shard, select_cases
+from bot.cases.suite_doc import read_suite_doc
 from bot.config.model import Config
 from bot.run.cache import AnswerCache
 from bot.run.fingerprint import (
@@ -136,6 +137,15 @@ def answer_cache(
     enabled = config.cache.answers and not req.no_answer_cache and settings.answer_cache
     usable = enabled and uses_answer_cache(choice.spec) and not choice.remote
     return AnswerCache(settings.cache_dir) if usable else None
+
+
+def suite_loader(req: RunRequest) -> Callable[[str], Suite]:
+    """How a run reads its suite: parsed from its files, or, for a check's head, taken from the suite data the
+    check wrote (`--suite-data`: bot.cases.suite_doc)."""
+    data = req.suite_data
+    if data is None:
+        return load_suite
+    return lambda location: read_suite_doc(data, location)
 
 
 def suite_and_cases(

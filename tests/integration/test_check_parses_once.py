@@ -53,6 +53,7 @@ def test_a_check_parses_the_bases_suite_once_and_nothing_of_the_heads(
 
     monkeypatch.setattr(yamlread, "load_yaml_text", recording)
     monkeypatch.setattr("bot.run.setup.load_suite", counting)
+    monkeypatch.setattr("bot.check.sides.load_suite", counting)  # bound when another test imported it first
     out = tmp_path / "out"
     argv = ["check", "--base", "main", "--head", "pr", "--dsn", pg_dsn, "--out", str(out), "-q"]
     assert main([*argv, "--attribute-calls", "60"]) == 1

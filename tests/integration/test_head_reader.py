@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.base.errors import CaseFileError, ConfigError
+from bot.base.results import read_run
 from bot.check.head_reader import HeadFiles, ReadRequest, parse_output, read_head
 from bot.cli import main
 from tests.support.attribution_repo import FOLDER, base_repo
@@ -104,3 +105,28 @@ def test_a_check_of_a_head_with_a_broken_config_exits_2_naming_it(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert f"{FOLDER}/sqlcanary.yml:" in err, err
+
+
+def test_the_heads_run_takes_its_suite_as_read_and_parses_none_of_its_yaml(
+    tmp_path: Path, pg_dsn: str
+) -> None:
+    head = tree(tmp_path)
+    data = tmp_path / "suite.json"
+    data.write_text(read(head, suites=(str(head),)).suites[str(head.resolve())].model_dump_json())
+    (head / "cases" / "one.yml").write_text("cases: [unparsable\n")  # what a run that parses it would trip on
+    out = tmp_path / "run.json"
+    argv = [
+        "run",
+        str(head),
+        "--suite-data",
+        str(data),
+        "--agent",
+        "gold",
+        "--dsn",
+        pg_dsn,
+        "--out",
+        str(out),
+    ]
+    assert main([*argv, "-q"]) == 0
+    assert [(c.id, c.status) for c in read_run(out).cases] == [("one", "passed")]
+    assert main(["run", str(head), "--agent", "gold", "--dsn", pg_dsn, "--out", str(out), "-q"]) == 2
