@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 import psycopg2
-from psycopg2.extensions import parse_dsn
+from psycopg2.extensions import make_dsn, parse_dsn
 
 from bot.base.errors import DatabaseError
 from bot.base.settings import default_cache_dir
@@ -229,6 +229,14 @@ def start_embedded(cache_dir: Path) -> Server:
     close_socket(uri)
     attach(pgdata)
     return Server(admin_dsn=uri, version=server.version, version_num=server.version_num, kind="embedded")
+
+
+def admin_connect(server: Server, dbname: str | None = None):
+    """An autocommit connection as the admin, to `dbname` (default: the admin DSN's database)."""
+    dsn = server.admin_dsn if dbname is None else make_dsn(server.admin_dsn, dbname=dbname)
+    conn = psycopg2.connect(dsn, connect_timeout=10)
+    conn.autocommit = True
+    return conn
 
 
 def socket_files(dsn: str) -> list[Path]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from bot.db.session import Session
 
-_PARTS = (
+STATE_PARTS = (  # each a query of one text: the catalogs that decide what a name means
     "SELECT pg_catalog.string_agg(pg_catalog.concat_ws(':', c.oid, c.relname, c.relnamespace, c.relkind, "
     "c.relrowsecurity, c.relforcerowsecurity, c.relhasrules), ',' ORDER BY c.oid) FROM pg_catalog.pg_class c "
     "WHERE c.relkind OPERATOR(pg_catalog.<>) ALL ('{i,I}'::pg_catalog.char[])",
@@ -39,7 +39,7 @@ _PARTS = (
 )
 _STATE_SQL = (
     "SELECT pg_catalog.transaction_timestamp()::pg_catalog.text, pg_catalog.md5(pg_catalog.concat_ws('|', "
-    + ", ".join(f"({part})" for part in _PARTS)
+    + ", ".join(f"({part})" for part in STATE_PARTS)
     + "))"
 )
 

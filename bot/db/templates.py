@@ -1,4 +1,5 @@
-"""Template databases keyed by fixture content, and per-run working clones (the restricted role: db/role.py)."""
+"""Template databases keyed by fixture content, and each run's working copies of them (kept and leased:
+bot.db.copies; the restricted role: bot.db.role)."""
 
 from __future__ import annotations
 
@@ -17,10 +18,11 @@ from psycopg2 import sql
 from psycopg2.extensions import make_dsn, parse_dsn
 
 from bot.base.errors import CaseFileError
+from bot.db.copies import drop_copies, lease_copy, stale_copies
 from bot.db.fixture_load import load_fixture
 from bot.db.guards import guards_sql
 from bot.db.inventory import TEMPLATE_PREFIX, WORK_PREFIX, PrunePolicy, prune_templates, touch_template
-from bot.db.provision import Server
+from bot.db.provision import Server, admin_connect
 from bot.db.role import RUNNER_ROLE, ensure_runner_role
 
 LOADER_VERSION = "7"  # bump when the way templates are prepared changes
@@ -37,13 +39,6 @@ class Database:
     template: str
     fingerprint: str
     dsn: str
-
-
-def admin_connect(server: Server, dbname: str | None = None):
-    dsn = server.admin_dsn if dbname is None else make_dsn(server.admin_dsn, dbname=dbname)
-    conn = psycopg2.connect(dsn, connect_timeout=10)
-    conn.autocommit = True
-    return conn
 
 
 def fixture_fingerprint(files: tuple[Path, ...], server: Server) -> str:
@@ -229,12 +224,14 @@ def runner_dsn(server: Server, dbname: str, password: str) -> str:
 
 
 def drop_stale_work_databases(server: Server) -> None:
-    """Working databases left by runs that died (their process is gone); only for local servers."""
+    """Working databases left by runs that died (their process is gone) and kept copies whose template is
+    gone; only for local servers."""
     if server.kind != "embedded":
         return
     with closing(admin_connect(server)) as conn, conn.cursor() as cur:
         cur.execute("SELECT datname FROM pg_database WHERE datname LIKE %s", (WORK_PREFIX + "%",))
         names = [r[0] for r in cur.fetchall()]
+        stale_copies(cur, names)
     for name in names:
         m = re.search(r"_p(\d+)_", name)
         if m and not _pid_alive(int(m.group(1))):
@@ -255,24 +252,35 @@ def _pid_alive(pid: int) -> bool:
 def working_databases(
     server: Server, databases: dict[str, tuple[Path, ...]], *, prune: PrunePolicy | None = None
 ) -> Iterator[dict[str, Database]]:
-    """Clone each suite database from its template for this run; drop the clones afterwards. Templates past
-    `prune` (default: `PrunePolicy()`) are dropped at the end (bot/db/inventory.py)."""
+    """A working copy of each suite database's template for this run: a kept copy leased for the run
+    (bot.db.copies), or, when every slot is leased, a clone of its own dropped afterwards. Templates past
+    `prune` (default: `PrunePolicy()`) are dropped at the end with their copies (bot/db/inventory.py)."""
     drop_stale_work_databases(server)
     password = ensure_runner_role(server)
     run_tag = f"p{os.getpid()}_{secrets.token_hex(3)}"
     made: list[str] = []
     out: dict[str, Database] = {}
-    try:
-        for label, files in databases.items():
-            template, fingerprint = ensure_template(server, db_label=label, files=files)
-            name = f"{WORK_PREFIX}{label[:24]}_{run_tag}".lower()
-            clone_database(server, template, name)
-            made.append(name)
-            out[label] = Database(
-                name=name, template=template, fingerprint=fingerprint, dsn=runner_dsn(server, name, password)
-            )
-        yield out
-    finally:
-        drop_databases(server, made)
-        if out:
-            prune_templates(server, prune or PrunePolicy(), keep={db.template for db in out.values()})
+    with closing(admin_connect(server)) as leases, leases.cursor() as cur:  # its closing ends the leases
+        try:
+            for label, files in databases.items():
+                template, fingerprint = ensure_template(server, db_label=label, files=files)
+                leased = lease_copy(server, cur, template, clone=clone_database)
+                name = leased[0] if leased else f"{WORK_PREFIX}{label[:24]}_{run_tag}".lower()
+                if leased is None:
+                    clone_database(server, template, name)
+                    made.append(name)
+                out[label] = Database(
+                    name=name,
+                    template=template,
+                    fingerprint=fingerprint,
+                    dsn=runner_dsn(server, name, password),
+                )
+            yield out
+        finally:
+            drop_databases(server, made)
+            if out:
+                pruned = prune_templates(
+                    server, prune or PrunePolicy(), keep={db.template for db in out.values()}
+                )
+                for template in pruned:
+                    drop_copies(cur, template)

@@ -169,8 +169,11 @@ def test_copies_are_built_once_and_the_case_or_defaults_set_k(tmp_path, pg_dsn, 
     _run(suite, preds, pg_dsn, tmp_path / "b.json")
     assert copies() == built, "the same copies (name and oid): built once, reused"
     with closing(psycopg2.connect(pg_dsn)) as conn, conn.cursor() as cur:
-        cur.execute("SELECT count(*) FROM pg_database WHERE datname LIKE %s", (f"sqlcanary_w_{label}_%",))
-        assert cur.fetchone()[0] == 0, "the run's clones of the copies are dropped"
+        cur.execute(
+            "SELECT count(*) FROM pg_database WHERE datname LIKE %s AND datname !~ '_s[0-9]+$'",
+            (f"sqlcanary_w_{label}_%",),
+        )
+        assert cur.fetchone()[0] == 0, "the run's clones of the perturbed copies are dropped"
 
     doc = yaml.safe_load(suite.read_text())
     doc["cases"][0]["perturb"] = 0  # a case's own value wins over the flag

@@ -19,10 +19,10 @@ def _templates(dsn: str, label: str) -> dict[str, int]:
         return dict(cur.fetchall())
 
 
-def _work_dbs(dsn: str, label: str) -> int:
+def _work_dbs(dsn: str, label: str) -> dict[str, int]:
     with closing(psycopg2.connect(dsn)) as conn, conn.cursor() as cur:
-        cur.execute("SELECT count(*) FROM pg_database WHERE datname LIKE %s", (f"sqlcanary_w_{label}_%",))
-        return cur.fetchone()[0]
+        cur.execute("SELECT datname, oid FROM pg_database WHERE datname LIKE %s", (f"sqlcanary_w_{label}_%",))
+        return dict(cur.fetchall())
 
 
 def test_template_reused_while_fixture_unchanged_and_rebuilt_when_it_changes(tmp_path, pg_dsn):
@@ -48,10 +48,12 @@ def test_template_reused_while_fixture_unchanged_and_rebuilt_when_it_changes(tmp
     assert len(first) == 1
     fingerprint = read_run(out).meta.fixtures[label]
     assert fingerprint in next(iter(first))
-    assert _work_dbs(pg_dsn, label) == 0, "working clones are dropped after the run"
+    copy = _work_dbs(pg_dsn, label)
+    assert list(copy) == [f"sqlcanary_w_{label}_{fingerprint}_s0"], "one working copy, kept (bot.db.copies)"
 
     assert main(args) == 0
     assert _templates(pg_dsn, label) == first, "same name and oid: loaded once, reused"
+    assert _work_dbs(pg_dsn, label) == copy, "the same working copy (name and oid): leased again, not cloned"
     assert read_run(out).meta.fixtures[label] == fingerprint
 
     fixture.write_text("CREATE TABLE t (x int); INSERT INTO t VALUES (1), (2);\n")
