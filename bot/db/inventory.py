@@ -30,8 +30,11 @@ TEMPLATE_PREFIX = "sqlcanary_t_"
 WORK_PREFIX = "sqlcanary_w_"
 RUNNER = RUNNER_ROLE
 _STAMP = "sqlcanary template; last used "
+# Sizes of the templates only (what the prune policy budgets): sizing a database stats every file in it, and the
+# kept working copies (bot.db.copies) would double the work at the end of every run.
 _OURS = (
-    "SELECT datname, pg_database_size(oid), shobj_description(oid, 'pg_database') FROM pg_database "
+    "SELECT datname, CASE WHEN left(datname, 12) = %s THEN pg_database_size(oid) ELSE 0 END, "
+    "shobj_description(oid, 'pg_database') FROM pg_database "
     "WHERE left(datname, 12) IN (%s, %s) OR datname = %s ORDER BY datname"
 )
 
@@ -101,7 +104,7 @@ def _last_used(comment: str | None) -> dt.datetime | None:
 
 def inventory(server: Server) -> Inventory:
     with closing(_connect(server)) as conn, conn.cursor() as cur:
-        cur.execute(_OURS, (TEMPLATE_PREFIX, WORK_PREFIX, STATE_DB))
+        cur.execute(_OURS, (TEMPLATE_PREFIX, TEMPLATE_PREFIX, WORK_PREFIX, STATE_DB))
         rows = cur.fetchall()
         cur.execute("SELECT rolname FROM pg_roles WHERE rolname = %s ORDER BY 1", (RUNNER,))
         roles = tuple(r[0] for r in cur.fetchall())

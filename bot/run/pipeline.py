@@ -17,6 +17,7 @@ from bot.agents.sandbox import sandboxed_start
 from bot.base.errors import EXIT_BAD_INPUT, EXIT_BUG, EXIT_GATE, EXIT_OK, AgentError
 from bot.base.results import CaseResult, RunResult, read_run, write_run
 from bot.base.settings import Settings
+from bot.cases.sqlparse import remembered
 from bot.config.model import find_config
 from bot.run.request import RunRequest
 from bot.run.rerun import FirstFailure, RunInterrupted, Stopper, last_failed_request, merged_over
@@ -52,7 +53,8 @@ def evaluate_request(
     )
     if req.last_failed:
         req, previous = last_failed_request(req, out, say=say)
-    suite, cases = suite_and_cases(req, config, load=suite_loader(req))
+    with remembered(settings.cache_dir / "sql-parse"):  # a gold that parsed before is not parsed to load it
+        suite, cases = suite_and_cases(req, config, load=suite_loader(req))
     choice = choose_agent(req, config, cwd=str(req.folder))
     started = sandboxed_start(
         choice.spec, lambda box: choice.start(settings, box), policy=req.sandbox_policy, warn=_warn

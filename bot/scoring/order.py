@@ -12,6 +12,8 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
+from bot.cases.sqlparse import parsed
+
 
 @dataclass(frozen=True)
 class OrderInfo:
@@ -59,10 +61,15 @@ def _unwrap(tree: Any) -> Any:
 
 
 def _parse_uncached(sql: str) -> exp.Expression | None:
+    """The query's tree (the one bot.cases.sqlparse keeps: a gold was parsed when it was loaded), its tail
+    clauses merged into it; None when it does not parse."""
     try:
-        return _unwrap(sqlglot.parse_one(sql, read="postgres"))
+        trees = parsed(sql)
     except Exception:  # noqa: BLE001 - sqlglot raises several kinds; unparsable means unknown
         return None
+    if not trees or trees[0] is None:
+        return None
+    return _unwrap(exp.Block(expressions=list(trees)) if len(trees) > 1 else trees[0])
 
 
 _parse = lru_cache(maxsize=4096)(_parse_uncached)
