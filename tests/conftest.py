@@ -54,12 +54,16 @@ def _run_under_a_reachable_python(config: pytest.Config) -> None:
     if os.environ.get(reachable_python.HOLDER_VARIABLE) or _unreachable_python() is None:
         return
     original = Path(sys.executable)
+    if reachable_python.session_argv(reachable_python.NOWHERE, sys.argv, original) is None:
+        return  # `pytest.main()` from a program: the header says what keeps the sandbox out, and the fix
     try:
         runtime = reachable_python.build(original)
     except (OSError, RuntimeError) as exc:  # then the header says what keeps the sandbox out, and the fix
         print(f"sqlcanary tests: no reachable copy of {original}: {exc}", file=sys.stderr)
         return
     argv = reachable_python.session_argv(runtime, sys.argv, original)
+    if argv is None:  # pragma: no cover - decided above
+        return
     env = reachable_python.session_environment(dict(os.environ), runtime, original)
     capture = config.pluginmanager.getplugin("capturemanager")
     if capture is not None:

@@ -54,10 +54,11 @@ class Problem(FrozenModel):
     message: str
     path: str | None = None
     line: int | None = None
+    case_id: str | None = None
 
     @classmethod
     def of(cls, exc: SqlcanaryError) -> Problem:
-        return cls(message=exc.message, path=exc.path, line=exc.line)
+        return cls(message=exc.message, path=exc.path, line=exc.line, case_id=exc.case_id)
 
 
 class HeadFiles(FrozenModel):
@@ -74,7 +75,7 @@ class HeadFiles(FrozenModel):
         """The head's own config, its folder and file set here: ConfigError for what is wrong in it."""
         if self.config_problem is not None:
             p = self.config_problem
-            raise ConfigError(p.message, path=p.path or str(config_file), line=p.line)
+            raise ConfigError(p.message, path=p.path or str(config_file), line=p.line, case_id=p.case_id)
         if self.config is None:
             raise ConfigError(
                 "the head's config was not read (its reader said nothing of it)", path=str(config_file)
@@ -90,7 +91,7 @@ class HeadFiles(FrozenModel):
         key = str(Path(location).resolve())
         if key in self.suite_problems:
             p = self.suite_problems[key]
-            raise CaseFileError(p.message, path=p.path or key, line=p.line)
+            raise CaseFileError(p.message, path=p.path or key, line=p.line, case_id=p.case_id)
         if key in self.suites:
             return self.suites[key].suite()
         if not Path(key).exists():

@@ -65,6 +65,7 @@ def test_a_broken_head_config_or_suite_is_named_by_its_file_and_line(tmp_path: P
     with pytest.raises(CaseFileError) as bad:
         files.suite(head)
     assert f"{head / 'cases' / 'one.yml'}:" in str(bad.value), bad.value
+    assert bad.value.case_id == "one"  # the error still names the case
     with pytest.raises(CaseFileError, match="no such suite"):
         files.suite(head / "nowhere")
 

@@ -76,3 +76,24 @@ def test_this_session_runs_under_a_copy_when_its_python_was_out_of_reach() -> No
     check_reachable(Path(sys.executable), who="the sandbox's user", what="this Python", execute=True)
     assert Path(sys.executable) != Path(was["python"])
     assert reachable_python.folder_modes(Path(was["python"])) == was["modes"]
+
+
+def test_the_session_is_started_again_the_way_it_was_started(tmp_path: Path) -> None:
+    old_bin, new_bin = tmp_path / "old" / "bin", tmp_path / "new" / "bin"
+    for folder in (old_bin, new_bin):
+        folder.mkdir(parents=True)
+        (folder / "pytest").write_text("#!/bin/sh\n")
+    main = tmp_path / "pytest" / "__main__.py"
+    main.parent.mkdir()
+    main.write_text("")
+    runtime = reachable_python.Runtime(tmp_path, new_bin / "python", new_bin, tmp_path / "lib")
+    original = old_bin / "python"
+    by_script = reachable_python.session_argv(
+        runtime, [str(old_bin / "pytest"), "-x", "tests/unit"], original
+    )
+    assert by_script == [str(new_bin / "python"), str(new_bin / "pytest"), "-x", "tests/unit"]
+    by_module = reachable_python.session_argv(runtime, [str(main), "-q"], original)
+    assert by_module == [str(new_bin / "python"), "-m", "pytest", "-q"]
+    assert (
+        reachable_python.session_argv(runtime, ["-c", "-q"], original) is None
+    )  # pytest.main() from a program
