@@ -3,8 +3,8 @@
     python benchmarks/perf/cli_start.py [--rounds 15]
 
 Runs, alternately and pair by pair, this Python doing nothing (`python -c pass`), `sqlcanary --version` and
-`sqlcanary --help` (each through `python -m bot`, so the installed script's shim does not count), and prints each
-one's median wall time and its ratio to the bare start. Target: `--version` within 0.15 s; neither imports the
+`sqlcanary --help` (the `sqlcanary` script installed beside this Python, as a user runs it; `python -m bot` when
+there is none), and prints each one's median wall time and its ratio to the bare start. Target: `--version` within 0.15 s; neither imports the
 runner, the database layer or sqlglot (bot.cli imports a command's module only when that command runs).
 """
 
@@ -18,10 +18,13 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+# The `sqlcanary` this Python installed (what a user types), else `python -m bot` (which adds runpy's start).
+_SCRIPT = Path(sys.executable).with_name("sqlcanary")
+SQLCANARY = [str(_SCRIPT)] if _SCRIPT.is_file() else [sys.executable, "-m", "bot"]
 COMMANDS = {
     "python -c pass": [sys.executable, "-c", "pass"],
-    "sqlcanary --version": [sys.executable, "-m", "bot", "--version"],
-    "sqlcanary --help": [sys.executable, "-m", "bot", "--help"],
+    "sqlcanary --version": [*SQLCANARY, "--version"],
+    "sqlcanary --help": [*SQLCANARY, "--help"],
 }
 
 
