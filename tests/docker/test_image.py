@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 
 import pytest
+
+from bot.base.version import sqlcanary_version
 
 from .conftest import REPO, docker
 
@@ -41,7 +42,7 @@ def test_image_follows_the_runner_conventions(sqlcanary_image: str) -> None:
 
 
 def test_version_matches_the_package(sqlcanary_image: str) -> None:
-    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    version = sqlcanary_version()  # bot.__version__, which the distribution's version is built from
     out = docker("run", "--rm", "--network", "host", "--entrypoint", SQLCANARY, sqlcanary_image, "--version")
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["sqlcanary", version]
