@@ -54,7 +54,7 @@ def _run_under_a_reachable_python(config: pytest.Config) -> None:
     if os.environ.get(reachable_python.HOLDER_VARIABLE) or _unreachable_python() is None:
         return
     original = Path(sys.executable)
-    if reachable_python.session_argv(reachable_python.NOWHERE, sys.argv, original) is None:
+    if not reachable_python.restartable(sys.argv):
         return  # `pytest.main()` from a program: the header says what keeps the sandbox out, and the fix
     try:
         runtime = reachable_python.build(original)
@@ -62,8 +62,6 @@ def _run_under_a_reachable_python(config: pytest.Config) -> None:
         print(f"sqlcanary tests: no reachable copy of {original}: {exc}", file=sys.stderr)
         return
     argv = reachable_python.session_argv(runtime, sys.argv, original)
-    if argv is None:  # pragma: no cover - decided above
-        return
     env = reachable_python.session_environment(dict(os.environ), runtime, original)
     capture = config.pluginmanager.getplugin("capturemanager")
     if capture is not None:

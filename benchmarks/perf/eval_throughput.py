@@ -29,6 +29,8 @@ import psycopg2
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from defog_data import SHARED, defog_source  # noqa: E402 - beside this script
+
 from bot.base.settings import Settings  # noqa: E402
 from bot.cases.importers import import_defog  # noqa: E402
 from bot.cases.loader import load_suite  # noqa: E402
@@ -137,14 +139,13 @@ def million_rows(dsn: str) -> tuple[float, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--shared", default=str(REPO.parent / "shared"))
+    ap.add_argument("--shared", default=SHARED)
     ap.add_argument("--dsn")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--template-cases", type=int, default=20)
     args = ap.parse_args()
-    src = Path(args.shared) / "datasets/defog"
-    if not src.is_dir():
-        print(f"no defog dataset at {src}", file=sys.stderr)
+    src = defog_source(args.shared)
+    if src is None:
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         import_defog(src, Path(tmp) / "defog")

@@ -26,6 +26,8 @@ REPO = Path(__file__).resolve().parents[2]
 ROW = "{:<12} {:>6} {:>10} {:>10} {:>13} {:>5} {:>7}"
 sys.path.insert(0, str(REPO))
 
+from defog_data import SHARED, defog_source  # noqa: E402 - beside this script
+
 from bot.base import yamlread  # noqa: E402
 from bot.cases.importers import import_defog  # noqa: E402
 from bot.cases.loader import load_suite  # noqa: E402
@@ -66,13 +68,12 @@ def timed(location: Path, loader: type, memo: Path | None = None) -> tuple[float
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shared", default=str(REPO.parent / "shared"))
+    ap.add_argument("--shared", default=SHARED)
     ap.add_argument("--copies", type=int, default=16)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
-    src = Path(args.shared) / "datasets/defog"
-    if not src.is_dir():
-        print(f"no defog dataset at {src}", file=sys.stderr)
+    src = defog_source(args.shared)
+    if src is None:
         return 2
     ours = yamlread._Loader
     with tempfile.TemporaryDirectory() as tmp:

@@ -27,6 +27,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from defog_data import SHARED, defog_source  # noqa: E402 - beside this script
+
 from bot.base.settings import Settings  # noqa: E402
 from bot.cases.importers import import_defog  # noqa: E402
 from bot.cases.loader import load_suite  # noqa: E402
@@ -62,14 +64,13 @@ def timed(argv: list[str], env: dict[str, str]) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shared", default=str(REPO.parent / "shared"))
+    ap.add_argument("--shared", default=SHARED)
     ap.add_argument("--dsn")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--before", help="a commit whose sqlcanary to time as well")
     args = ap.parse_args()
-    src = Path(args.shared) / "datasets/defog"
-    if not src.is_dir():
-        print(f"no defog dataset at {src}", file=sys.stderr)
+    src = defog_source(args.shared)
+    if src is None:
         return 2
     settings = Settings.from_environ(os.environ)
     server = provision(dsn=args.dsn, cache_dir=settings.embedded_dir)

@@ -4,6 +4,7 @@ YAML. Its cases and settings are validated by their own models when read."""
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 
 from bot.base.errors import ResultFileError
@@ -14,41 +15,24 @@ MAX_BYTES = 256 * 1024 * 1024  # a suite of 100,000 cases is well below
 
 
 class SuiteDoc(FrozenModel):
-    """A Suite as data (bot.cases.model.Suite): its cases and settings validated by their own models."""
+    """A Suite as data (bot.cases.model.Suite), field for field: its cases and settings validated by their own
+    models, its paths as strings in JSON. A field Suite gains and this lacks fails loudly (unknown keys)."""
 
     name: str
-    root: str
-    databases: dict[str, tuple[str, ...]]
+    root: Path
+    databases: dict[str, tuple[Path, ...]]
     settings: SuiteSettings
     cases: tuple[Case, ...]
     content_hash: str
-    files: tuple[str, ...]
-    location: str
+    files: tuple[Path, ...]
+    location: Path
 
     @classmethod
     def of(cls, suite: Suite) -> SuiteDoc:
-        return cls(
-            name=suite.name,
-            root=str(suite.root),
-            databases={db: tuple(str(p) for p in paths) for db, paths in suite.databases.items()},
-            settings=suite.settings,
-            cases=suite.cases,
-            content_hash=suite.content_hash,
-            files=tuple(str(p) for p in suite.files),
-            location=str(suite.location),
-        )
+        return cls(**{f.name: getattr(suite, f.name) for f in fields(suite)})
 
     def suite(self) -> Suite:
-        return Suite(
-            name=self.name,
-            root=Path(self.root),
-            databases={db: tuple(Path(p) for p in paths) for db, paths in self.databases.items()},
-            settings=self.settings,
-            cases=self.cases,
-            content_hash=self.content_hash,
-            files=tuple(Path(p) for p in self.files),
-            location=Path(self.location),
-        )
+        return Suite(**dict(self))
 
 
 def read_suite_doc(path: str | Path, location: str | Path) -> Suite:

@@ -2,10 +2,10 @@
 
 The child gets an allow-listed environment and the config the check decided for its side (for the head: the
 base's, but for its agent; bot.config.trusted), from a file only this user can read; the head's child also gets
-its suite from there, as the head's reader parsed it (bot.check.head_reader), and parses none of its YAML. The pull request's own agent
-code runs below it as a sandbox user when sqlcanary is root (bot.agents.sandbox), so it sees neither GITHUB_TOKEN,
-INPUT_*, the admin DSN nor an LLM key unless the base's config names the variable for it (`agent.env`, or
-`llm.api_key_env` for the built-in agent). What the child writes is read back as data and masked."""
+its suite from there, as the head's reader parsed it (bot.check.head_reader), and parses none of its YAML. The
+pull request's own agent code runs below it as a sandbox user when sqlcanary is root (bot.agents.sandbox), so it
+sees neither GITHUB_TOKEN, INPUT_*, the admin DSN nor an LLM key unless the base's config names the variable for
+it (`agent.env`, or `llm.api_key_env` for the built-in agent). What the child writes is read back as data and masked."""
 
 from __future__ import annotations
 
@@ -55,9 +55,8 @@ def evaluate_side(side: Side, server: Server, out: Path, settings: Settings) -> 
         # `--side head`: the pull request's agent, whose cached answers are keyed by its whole tree
         label: Literal["base", "head"] = "head" if tree.label == "head" else "base"
         child = replace(side.relative_run, out=str(out), config=str(resolved), side=label)
-        if (
-            tree.files is not None
-        ):  # the head's suite, as its reader parsed it: the child parses no YAML of it
+        # The head's suite, as its reader parsed it: the child parses no YAML of it.
+        if tree.files is not None:
             data = Path(private) / f"{tree.label}-suite.json"
             data.write_text(SuiteDoc.of(side.suite).model_dump_json(), encoding="utf-8")
             child = replace(child, suite_data=str(data))

@@ -107,33 +107,31 @@ def lease_copy(server: Server, cur, template: str, *, clone: Clone) -> tuple[str
     return None
 
 
+def _drop_if_free(cur, name: str) -> None:
+    """Drop copy `name` unless a run holds its lease (taken and released here)."""
+    if not try_lease(cur, name):
+        return
+    try:
+        cur.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    finally:
+        release(cur, name)
+
+
 def drop_copies(cur, template: str) -> None:
-    """Drop every copy of `template` no run holds (under its lease, taken and released here)."""
+    """Drop every copy of `template` no run holds."""
     cur.execute(
         "SELECT datname FROM pg_catalog.pg_database WHERE datname LIKE %s ORDER BY 1", (copies_of(template),)
     )
     for (name,) in cur.fetchall():
-        if try_lease(cur, name):
-            try:
-                cur.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-            finally:
-                release(cur, name)
+        _drop_if_free(cur, name)
 
 
 def stale_copies(cur, names: list[str]) -> None:
-    """Drop the copies among `names` (databases of this server) whose template is gone and no run holds."""
+    """Drop the copies among `names` (databases of this server) whose template is gone and no run holds; the
+    other names (a run's own clones, bot.db.templates.drop_stale_work_databases) are left."""
     cur.execute("SELECT datname FROM pg_catalog.pg_database WHERE datname LIKE %s", (TEMPLATE_PREFIX + "%",))
     templates = {r[0] for r in cur.fetchall()}
     for name in names:
-        stem, _, slot = name.rpartition("_s")
-        if (
-            not (name.startswith(WORK_PREFIX) and slot.isdigit())
-            or "_p" in stem.removeprefix(WORK_PREFIX)[-20:]
-        ):
-            continue
-        template = TEMPLATE_PREFIX + stem.removeprefix(WORK_PREFIX)
-        if template not in templates and try_lease(cur, name):
-            try:
-                cur.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-            finally:
-                release(cur, name)
+        copy = _COPY.fullmatch(name)
+        if copy is not None and TEMPLATE_PREFIX + copy.group(1) not in templates:
+            _drop_if_free(cur, name)

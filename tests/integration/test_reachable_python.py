@@ -94,6 +94,7 @@ def test_the_session_is_started_again_the_way_it_was_started(tmp_path: Path) -> 
     assert by_script == [str(new_bin / "python"), str(new_bin / "pytest"), "-x", "tests/unit"]
     by_module = reachable_python.session_argv(runtime, [str(main), "-q"], original)
     assert by_module == [str(new_bin / "python"), "-m", "pytest", "-q"]
-    assert (
-        reachable_python.session_argv(runtime, ["-c", "-q"], original) is None
-    )  # pytest.main() from a program
+    assert reachable_python.restartable([str(old_bin / "pytest")]) and reachable_python.restartable(
+        [str(main)]
+    )
+    assert not reachable_python.restartable(["-c", "-q"])  # pytest.main() from a program

@@ -38,9 +38,6 @@ class Runtime:
     lib_dir: Path  # the copied base's lib, for LD_LIBRARY_PATH
 
 
-NOWHERE = Runtime(Path("/"), Path("/"), Path("/"), Path("/"))  # to ask session_argv whether it can restart
-
-
 def _layout(python: Path) -> dict[str, str]:
     """The interpreter's prefixes and version, asked of the interpreter itself (root can always run it)."""
     code = (
@@ -156,13 +153,16 @@ def session_environment(environ: dict[str, str], runtime: Runtime, original: Pat
     return out
 
 
-def session_argv(runtime: Runtime, argv: list[str], original: Path) -> list[str] | None:
-    """The command line of the session again, under the copy: `pytest ARGS` (the old environment's script)
-    becomes the copy's script; `python -m pytest ARGS` stays a module run; None when the session was started
-    some other way (`pytest.main()` from a program): it cannot be started again."""
-    script = Path(argv[0]) if argv else None
-    if script is None or not script.is_file():
-        return None
+def restartable(argv: list[str]) -> bool:
+    """Whether the session can be started again from its command line: `pytest ARGS` or `python -m pytest ARGS`
+    (a script or pytest's `__main__.py`), not `pytest.main()` called from a program (`-c`, an interpreter)."""
+    return bool(argv) and Path(argv[0]).is_file()
+
+
+def session_argv(runtime: Runtime, argv: list[str], original: Path) -> list[str]:
+    """The command line of a `restartable` session again, under the copy: `pytest ARGS` (the old environment's
+    script) becomes the copy's script; `python -m pytest ARGS` stays a module run."""
+    script = Path(argv[0])
     if script.name == "__main__.py":
         return [str(runtime.python), "-m", "pytest", *argv[1:]]
     if script.parent == original.parent:
