@@ -71,20 +71,40 @@ def _run_under_a_reachable_python(config: pytest.Config) -> None:
     os.execve(runtime.python, argv, env)
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
-    """As root, whether the sandbox's user can run this Python (README, "Quick start"): when the session runs
-    under a reachable copy, say so; when it cannot, the tests that sandbox an agent fail with sqlcanary's own
-    message: say it once, up front, with the fix."""
+def _unreachable_checkout() -> Path | None:
+    """The folder that keeps the sandbox's user from this checkout (its `bot/` and `benchmarks/`), if one does."""
+    from bot.agents.reach import Unreachable, check_reachable
+
+    try:
+        check_reachable(REPO, who="the sandbox's user", what="this checkout")
+    except Unreachable as exc:
+        return exc.blocker
+    return None
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    """As root, whether the sandbox's user can run this Python and read this checkout (README, "Quick start"):
+    when the session runs under a reachable copy of the Python, say so; when either cannot be reached, the tests
+    that sandbox an agent fail with sqlcanary's own message: say it once, up front, with the fix."""
     if not AS_ROOT:
         return None
+    lines = []
     copied = os.environ.get(reachable_python.ORIGINAL_VARIABLE)
     if copied:
         was = json.loads(copied)["python"]
-        return f"sandbox: {was} is out of the sandbox's user's reach; running under a copy in {sys.prefix}"
-    blocker = _unreachable_python()
-    if blocker is not None:
-        return f"sandbox: this Python cannot be run by the sandbox's user; fix with `chmod o+x {blocker}`"
-    return None
+        lines.append(
+            f"sandbox: {was} is out of the sandbox's user's reach; running under a copy in {sys.prefix}"
+        )
+    elif (blocker := _unreachable_python()) is not None:
+        lines.append(
+            f"sandbox: this Python cannot be run by the sandbox's user; fix with `chmod o+x {blocker}`"
+        )
+    if (folder := _unreachable_checkout()) is not None:
+        lines.append(
+            f"sandbox: this checkout cannot be read by the sandbox's user, so the tests that sandbox an agent "
+            f"fail; fix with `chmod o+x {folder}`, or clone it where others may read (/tmp, /work, /home)"
+        )
+    return lines or None
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
