@@ -9,8 +9,9 @@ one in a fresh cache folder, so nothing built by an earlier run is reused) held 
   (cached like templates): its wall time, and its excess over the median at K, are the one-off build cost,
   printed apart and left out of the medians;
 - --rounds rounds, each running --perturb 0 and --perturb K alternately.
-Prints each side's median wall time, the ratio K / 0, and each side's counts (the issue's aim: every case passed at
---perturb 3, 419 on defog, at most 4x the time of --perturb 0). No threshold is asserted: read the ratio.
+Prints each side's median wall time, the ratio K / 0, and each side's counts (the aims: every case passed at
+--perturb 3, 419 on defog, at most 4x the time of --perturb 0 for issue 18, 1.5x for issue 26). No threshold is
+asserted: read the ratio.
 """
 
 from __future__ import annotations
@@ -100,7 +101,8 @@ def main() -> int:
     for k in (0, args.k):
         each = ", ".join(f"{t:.1f}" for t in times[k])
         print(f"  --perturb {k:<2} {med[k]:7.1f} s   ({each})   {counts(last[k])}")
-    print(f"  ratio {args.k} / 0  {med[args.k] / med[0]:7.2f}x   (aim: at most 4x, every case passed)")
+    aims = "issue 18 at most 4x, issue 26 at most 1.5x; every case passed"
+    print(f"  ratio {args.k} / 0  {med[args.k] / med[0]:7.2f}x   (aims: {aims})")
     print(
         f"one-off: the first --perturb {args.k} run (builds the copies) took {build:.1f} s, "
         f"{build - med[args.k]:+.1f} s over its median"

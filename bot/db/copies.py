@@ -12,11 +12,14 @@ when the copy is leased: the copy's state (its schema as names resolve it, and e
 compared with the state it had when it was cloned, kept in the database's comment, which only its owner, the
 admin, can set. A copy that differs, or has no comment, is cloned again from its template.
 
-A copy is dropped with its template (bot.db.inventory prunes both) or when its template is gone (a stale copy),
-never while a run holds its lease."""
+The comment also names the template: a copy is found by it, whatever its name (a name too long for PostgreSQL's
+63 bytes, as a perturbed copy's template makes it, is a digest of the template's). A copy is dropped with its
+template (bot.db.inventory prunes both) or when its template is gone (a stale copy), never while a run holds its
+lease."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable
 from contextlib import closing
@@ -37,18 +40,24 @@ _STATE = (
     + ", (SELECT pg_catalog.string_agg(pg_catalog.concat_ws(':', schemaname, sequencename, last_value), ',' "
     "ORDER BY schemaname, sequencename) FROM pg_catalog.pg_sequences)))"
 )
-_MARK = "sqlcanary copy state "
-_COPY = re.compile(re.escape(WORK_PREFIX) + r"(.+_[0-9a-f]{16})_s[0-9]+")  # copy_name's
+_MARK = "sqlcanary copy of "  # the comment: `sqlcanary copy of <template> state <md5>`
+_STATE_MARK = " state "
+NAME_BYTES = 63  # PostgreSQL's identifier limit: a longer name is cut, and two copies could share it
+_COPY = re.compile(re.escape(WORK_PREFIX) + r"(.+_[0-9a-f]{16}|h[0-9a-f]{20})_s[0-9]+")  # copy_name's
+
+
+def is_copy(name: str) -> bool:
+    """Whether `name` is a kept copy's name (not a run's own clone)."""
+    return _COPY.fullmatch(name) is not None
 
 
 def copy_name(template: str, slot: int) -> str:
-    """`sqlcanary_w_<label>_<fingerprint>_s<slot>`: the copies of a template are found by its name."""
-    return f"{WORK_PREFIX}{template.removeprefix(TEMPLATE_PREFIX)}_s{slot}"
-
-
-def copies_of(template: str) -> str:
-    """A LIKE pattern for every copy of `template`."""
-    return copy_name(template, 0)[:-1].replace("_", r"\_") + "%"
+    """`sqlcanary_w_<label>_<fingerprint>_s<slot>`, or `sqlcanary_w_h<digest of the template>_s<slot>` when
+    that is longer than PostgreSQL keeps."""
+    name = f"{WORK_PREFIX}{template.removeprefix(TEMPLATE_PREFIX)}_s{slot}"
+    if len(name.encode()) <= NAME_BYTES:
+        return name
+    return f"{WORK_PREFIX}h{hashlib.sha256(template.encode()).hexdigest()[:20]}_s{slot}"
 
 
 def try_lease(cur, name: str) -> bool:
@@ -75,21 +84,31 @@ def _state_or_none(server: Server, name: str) -> str | None:
         return None
 
 
-def _recorded(cur, name: str) -> str | None:
+def _record(comment: object) -> tuple[str, str] | None:
+    """(template, state) of a copy's comment; None for another comment or none."""
+    text = str(comment or "")
+    if not text.startswith(_MARK) or _STATE_MARK not in text:
+        return None
+    template, _, state = text.removeprefix(_MARK).rpartition(_STATE_MARK)
+    return template, state
+
+
+def _recorded(cur, name: str, template: str) -> str | None:
+    """The state copy `name` was cloned with, when it is a copy of `template`."""
     cur.execute(
         "SELECT pg_catalog.shobj_description(oid, 'pg_database') FROM pg_catalog.pg_database WHERE datname = %s",
         (name,),
     )
     row = cur.fetchone()
-    if row is None or not row[0] or not str(row[0]).startswith(_MARK):
-        return None
-    return str(row[0]).removeprefix(_MARK)
+    record = _record(row[0]) if row else None
+    return record[1] if record is not None and record[0] == template else None
 
 
 def _clone(server: Server, cur, template: str, name: str, clone: Clone) -> None:
     clone(server, template, name)
     state = _state(server, name)
-    cur.execute(sql.SQL("COMMENT ON DATABASE {} IS %s").format(sql.Identifier(name)), (_MARK + state,))
+    comment = f"{_MARK}{template}{_STATE_MARK}{state}"
+    cur.execute(sql.SQL("COMMENT ON DATABASE {} IS %s").format(sql.Identifier(name)), (comment,))
 
 
 def lease_copy(server: Server, cur, template: str, *, clone: Clone) -> tuple[str, bool] | None:
@@ -99,7 +118,7 @@ def lease_copy(server: Server, cur, template: str, *, clone: Clone) -> tuple[str
         name = copy_name(template, slot)
         if not try_lease(cur, name):
             continue
-        recorded = _recorded(cur, name)
+        recorded = _recorded(cur, name, template)
         if recorded is not None and _state_or_none(server, name) == recorded:
             return name, False
         _clone(server, cur, template, name, clone)
@@ -117,21 +136,34 @@ def _drop_if_free(cur, name: str) -> None:
         release(cur, name)
 
 
+def _copies(cur) -> dict[str, str | None]:
+    """{copy: the template its comment names, or None (a clone that died before its comment)}."""
+    cur.execute(
+        "SELECT datname, pg_catalog.shobj_description(oid, 'pg_database') FROM pg_catalog.pg_database "
+        "WHERE datname LIKE %s ORDER BY 1",
+        (WORK_PREFIX.replace("_", r"\_") + "%",),
+    )
+    found: dict[str, str | None] = {}
+    for name, comment in cur.fetchall():
+        record = _record(comment)
+        if record is not None or is_copy(name):
+            found[name] = record[0] if record else None
+    return found
+
+
 def drop_copies(cur, template: str) -> None:
     """Drop every copy of `template` no run holds."""
-    cur.execute(
-        "SELECT datname FROM pg_catalog.pg_database WHERE datname LIKE %s ORDER BY 1", (copies_of(template),)
-    )
-    for (name,) in cur.fetchall():
-        _drop_if_free(cur, name)
+    slots = {copy_name(template, slot) for slot in range(SLOTS)}
+    for name, of in _copies(cur).items():
+        if of == template or (of is None and name in slots):
+            _drop_if_free(cur, name)
 
 
-def stale_copies(cur, names: list[str]) -> None:
-    """Drop the copies among `names` (databases of this server) whose template is gone and no run holds; the
-    other names (a run's own clones, bot.db.templates.drop_stale_work_databases) are left."""
+def stale_copies(cur) -> None:
+    """Drop the copies of this server whose template is gone, or that died before they were recorded, unless
+    a run holds them; a run's own clones (bot.db.templates.drop_stale_work_databases) are left."""
     cur.execute("SELECT datname FROM pg_catalog.pg_database WHERE datname LIKE %s", (TEMPLATE_PREFIX + "%",))
     templates = {r[0] for r in cur.fetchall()}
-    for name in names:
-        copy = _COPY.fullmatch(name)
-        if copy is not None and TEMPLATE_PREFIX + copy.group(1) not in templates:
+    for name, of in _copies(cur).items():
+        if of is None or of not in templates:
             _drop_if_free(cur, name)

@@ -3,7 +3,8 @@
 
 A pool is named by the fixture's fingerprint and a hash of its plans, so the same fixture and the same golds find
 the same copies again; what each copy changed is kept in the copy itself (`_sqlcanary.perturbation`, readable by
-the runner role, which the verdict quotes).
+the runner role, which the verdict quotes). A run works on kept working copies of them, leased as the real
+databases' are (bot.db.copies): nothing is cloned or dropped on a warm run's path.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from contextlib import closing, contextmanager
 import psycopg2
 from psycopg2 import sql
 
+from bot.db.copies import lease_copy
 from bot.db.inventory import TEMPLATE_PREFIX, WORK_PREFIX, touch_template
 from bot.db.perturb_changes import Change, apply_changes
 from bot.db.provision import Server
@@ -112,34 +114,60 @@ def read_changes(dsn: str) -> tuple[str, ...]:
 
 
 class Clones:
-    """This run's clones of the copies (the runner role works only on clones), each made when first used, so a
-    run clones only the copies its cases are judged on; `close()` drops them."""
+    """The working copies of the perturbed copies this run uses (the runner role works only on clones), each
+    leased when first used, so a run leases only the copies its cases are judged on. A copy is leased under a
+    lock of its own: a worker waits only for the copy it needs. When every slot of a copy is leased by other
+    runs, the run clones one of its own; `close()` drops those and ends the leases."""
 
     def __init__(
         self, server: Server, pools: dict[str, tuple[str, ...]], *, run_tag: str, password: str
     ) -> None:
         self.server, self.pools, self.run_tag, self.password = server, pools, run_tag, password
-        self._made: dict[tuple[str, int], Database] = {}
+        self._got: dict[tuple[str, int], Database] = {}
+        self._own: list[str] = []
         self._lock = threading.Lock()
+        self._each: dict[tuple[str, int], threading.Lock] = {}
+        self._leases = admin_connect(server)  # its closing ends every lease
+        self._lease_lock = threading.Lock()
 
     def count(self, label: str) -> int:
         return len(self.pools.get(label, ()))
 
     def get(self, label: str, i: int) -> Database:
+        key = (label, i)
         with self._lock:
-            if (label, i) not in self._made:
-                template = self.pools[label][i]
-                name = f"{WORK_PREFIX}{label[:20]}_{self.run_tag}_x{i}".lower()
-                clone_database(self.server, template, name)
-                dsn = runner_dsn(self.server, name, self.password)
-                self._made[(label, i)] = Database(name=name, template=template, fingerprint="", dsn=dsn)
-            return self._made[(label, i)]
+            if key in self._got:
+                return self._got[key]
+            one = self._each.setdefault(key, threading.Lock())
+        with one:
+            if key not in self._got:
+                db = self._lease(label, i)
+                with self._lock:
+                    self._got[key] = db
+        return self._got[key]
+
+    def _lease(self, label: str, i: int) -> Database:
+        template = self.pools[label][i]
+        with self._lease_lock, self._leases.cursor() as cur:
+            leased = lease_copy(self.server, cur, template, clone=clone_database)
+        if leased is not None:
+            name = leased[0]
+        else:
+            name = f"{WORK_PREFIX}{label[:20]}_{self.run_tag}_x{i}".lower()
+            clone_database(self.server, template, name)
+            with self._lock:
+                self._own.append(name)
+        dsn = runner_dsn(self.server, name, self.password)
+        return Database(name=name, template=template, fingerprint="", dsn=dsn)
 
     def close(self) -> None:
         with self._lock:
-            names = [db.name for db in self._made.values()]
-            self._made.clear()
-        drop_databases(self.server, names)
+            names, self._own = self._own, []
+            self._got.clear()
+        try:
+            drop_databases(self.server, names)
+        finally:
+            self._leases.close()
 
 
 @contextmanager

@@ -18,7 +18,7 @@ from psycopg2 import sql
 from psycopg2.extensions import make_dsn, parse_dsn
 
 from bot.base.errors import CaseFileError
-from bot.db.copies import drop_copies, lease_copy, stale_copies
+from bot.db.copies import drop_copies, is_copy, lease_copy, stale_copies
 from bot.db.fixture_load import load_fixture
 from bot.db.guards import guards_sql
 from bot.db.inventory import TEMPLATE_PREFIX, WORK_PREFIX, PrunePolicy, prune_templates, touch_template
@@ -231,10 +231,10 @@ def drop_stale_work_databases(server: Server) -> None:
     with closing(admin_connect(server)) as conn, conn.cursor() as cur:
         cur.execute("SELECT datname FROM pg_database WHERE datname LIKE %s", (WORK_PREFIX + "%",))
         names = [r[0] for r in cur.fetchall()]
-        stale_copies(cur, names)
+        stale_copies(cur)
     for name in names:
         m = re.search(r"_p(\d+)_", name)
-        if m and not _pid_alive(int(m.group(1))):
+        if m and not is_copy(name) and not _pid_alive(int(m.group(1))):
             drop_database(server, name)
 
 

@@ -50,6 +50,7 @@ def perturbed_copies(
     timeout_ms: int,
     row_cap: int,
     rankings: Path | None,
+    workers: int = 1,
 ) -> Iterator[Copies | None]:
     if not wanted:
         yield None
@@ -78,7 +79,7 @@ def perturbed_copies(
             ) from exc
     run_tag = f"p{os.getpid()}_{secrets.token_hex(3)}"
     with working_copies(server, pools, run_tag=run_tag, password=password) as clones:
-        copies = Copies(clones, timeout_ms=timeout_ms, row_cap=row_cap, rankings=rankings)
+        copies = Copies(clones, timeout_ms=timeout_ms, row_cap=row_cap, rankings=rankings, workers=workers)
         try:
             yield copies
         finally:

@@ -16,6 +16,7 @@ import json
 import os
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from bot.cases.model import Case, CompareOptions
 from bot.db.perturb import Clones, read_changes
 from bot.db.session import Outcome, Session
 from bot.run.evaluation import Evaluation
+from bot.run.perturb_plan import POOL_MIN
 from bot.run.perturb_relevance import relevant_first
 from bot.run.query_cases import as_compared, judge_pair
 from bot.scoring.execution import judge_results
@@ -32,9 +34,14 @@ from bot.scoring.mutants import gold_mutants
 MUTANTS = 8  # of the gold's own mutants tried per gold when ranking copies
 
 
+SESSIONS_KEPT = 48  # sessions on perturbed copies the workers keep open, shared out (the least recently used
+# is closed): a defog run's 44 copies stay open on 2 workers, far under a server's 100 connections
+
+
 class Copies:
-    """The run's clones of each database's perturbed copies, with per-thread sessions (a thread keeps only the
-    sessions of the database it last worked on open), and each gold's ranking of them."""
+    """The run's working copies of each database's perturbed copies, with per-thread sessions (a worker keeps
+    sessions it used last open, whichever databases they are on: its share of SESSIONS_KEPT, at least a pool's),
+    and each gold's ranking of them."""
 
     def __init__(
         self,
@@ -43,8 +50,10 @@ class Copies:
         timeout_ms: int,
         row_cap: int,
         rankings: Path | None = None,
+        workers: int = 1,
     ) -> None:
         self.clones = clones
+        self.kept = max(POOL_MIN, SESSIONS_KEPT // max(workers, 1))
         self.timeout_ms, self.row_cap = timeout_ms, row_cap
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -55,19 +64,21 @@ class Copies:
         self._new = False
 
     def session(self, db: str, i: int) -> Session:
-        local = self._local
-        if getattr(local, "db", None) != db:
-            for s in getattr(local, "sessions", {}).values():
-                s.close()
-            local.db, local.sessions = db, {}
-        if i not in local.sessions:
-            s = Session(
-                self.clones.get(db, i).dsn, statement_timeout_ms=self.timeout_ms, row_cap=self.row_cap
-            )
-            local.sessions[i] = s
-            with self._lock:
-                self._all.append(s)
-        return local.sessions[i]
+        kept: OrderedDict[tuple[str, int], Session] = self._local.__dict__.setdefault(
+            "sessions", OrderedDict()
+        )
+        key = (db, i)
+        if key in kept:
+            kept.move_to_end(key)
+            return kept[key]
+        while len(kept) >= self.kept:
+            _, old = kept.popitem(last=False)
+            old.close()
+        s = Session(self.clones.get(db, i).dsn, statement_timeout_ms=self.timeout_ms, row_cap=self.row_cap)
+        kept[key] = s
+        with self._lock:
+            self._all.append(s)
+        return s
 
     def changes(self, db: str, i: int) -> tuple[str, ...]:
         clone = self.clones.get(db, i)

@@ -179,6 +179,7 @@ def run_suite(
             timeout_ms=run.timeout_ms,
             row_cap=run.row_cap,
             rankings=opts.perturb_rankings,
+            workers=opts.jobs,
         ) as copies,
     ):
         run.fingerprints.update({k: v.fingerprint for k, v in dbs.items()})

@@ -15,6 +15,7 @@ import yaml
 
 from bot.base.results import read_run
 from bot.cli import main
+from bot.db.copies import copy_name
 from bot.report.console import perturb_line
 
 FIXTURE = """
@@ -152,6 +153,14 @@ def test_perturb_zero_is_the_plain_run_and_copies_separate_coincidences(tmp_path
     assert rescored == {c.id: c.status for c in cases.values()}
 
 
+def working_copies(dsn: str, templates: dict[str, int]) -> dict[str, int]:
+    """{kept working copy: oid} of `templates` (bot.db.copies names them by their template)."""
+    names = [copy_name(t, slot) for t in templates for slot in range(2)]
+    with closing(psycopg2.connect(dsn)) as conn, conn.cursor() as cur:
+        cur.execute("SELECT datname, oid FROM pg_database WHERE datname = ANY(%s)", (names,))
+        return dict(cur.fetchall())
+
+
 def test_copies_are_built_once_and_the_case_or_defaults_set_k(tmp_path, pg_dsn, label):
     def copies() -> dict[str, int]:
         with closing(psycopg2.connect(pg_dsn)) as conn, conn.cursor() as cur:
@@ -166,8 +175,11 @@ def test_copies_are_built_once_and_the_case_or_defaults_set_k(tmp_path, pg_dsn, 
     assert cases["boundary"].error_class == "coincidental" and cases["not-less"].status == "passed"
     built = copies()
     assert len(built) == 4, "a pool of max(K, 4) copies"
+    kept = working_copies(pg_dsn, built)
+    assert len(kept) == 4, "each copy used has a kept working copy"
     _run(suite, preds, pg_dsn, tmp_path / "b.json")
     assert copies() == built, "the same copies (name and oid): built once, reused"
+    assert working_copies(pg_dsn, built) == kept, "their working copies leased again, not cloned and dropped"
     with closing(psycopg2.connect(pg_dsn)) as conn, conn.cursor() as cur:
         cur.execute(
             "SELECT count(*) FROM pg_database WHERE datname LIKE %s AND datname !~ '_s[0-9]+$'",

@@ -115,3 +115,48 @@ def test_a_copy_whose_template_is_gone_is_dropped_when_no_run_holds_it(pg_server
     with working_databases(pg_server, {}):
         pass
     assert oid(pg_dsn, name) is None
+
+
+def test_a_template_whose_copy_name_is_too_long_gets_a_digest_name_found_by_its_comment(
+    pg_server, pg_dsn, db
+) -> None:
+    """A perturbed copy's template (`..._x<key>_<i>`) can make `<copy>_s<slot>` longer than PostgreSQL's 63
+    bytes: the copy is named by a digest, and pruning and the stale check find it by the template its comment
+    names, not by its name."""
+    label, databases = db
+    template, _ = ensure_template(pg_server, db_label=label, files=databases[label])
+    long = f"sqlcanary_t_{label}_" + "x" * (copies.NAME_BYTES - len(f"sqlcanary_t_{label}_"))
+    assert len(long) == copies.NAME_BYTES
+    clone_database(pg_server, template, long)
+    try:
+        name = copies.copy_name(long, 15)
+        assert len(name) <= copies.NAME_BYTES and name != copies.copy_name(f"{long[:-1]}y", 15)
+        with closing(admin_connect(pg_server)) as one, one.cursor() as a:
+            leased = copies.lease_copy(pg_server, a, long, clone=clone_database)
+            assert leased and leased[0] == copies.copy_name(long, 0) and copies.is_copy(leased[0])
+        with closing(admin_connect(pg_server)) as one, one.cursor() as a:
+            again = copies.lease_copy(pg_server, a, long, clone=clone_database)
+        assert again == (leased[0], False), "the digest-named copy is leased again, not cloned"
+        with closing(admin_connect(pg_server)) as three, three.cursor() as c:
+            copies.drop_copies(c, long)
+        assert oid(pg_dsn, leased[0]) is None, "found by its comment when its template is pruned"
+    finally:
+        with closing(admin_connect(pg_server)) as conn, conn.cursor() as cur:
+            cur.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(long)))
+
+
+def test_a_digest_named_copy_whose_template_is_gone_is_dropped(pg_server, pg_dsn, db) -> None:
+    if pg_server.kind != "embedded":
+        pytest.skip("stale databases are dropped on the embedded server only")
+    label, databases = db
+    template, _ = ensure_template(pg_server, db_label=label, files=databases[label])
+    long = f"sqlcanary_t_{label}_" + "z" * (copies.NAME_BYTES - len(f"sqlcanary_t_{label}_"))
+    clone_database(pg_server, template, long)
+    with closing(admin_connect(pg_server)) as one, one.cursor() as a:
+        leased = copies.lease_copy(pg_server, a, long, clone=clone_database)
+    assert leased and oid(pg_dsn, leased[0])
+    with closing(admin_connect(pg_server)) as conn, conn.cursor() as cur:
+        cur.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(long)))
+    with working_databases(pg_server, {}):
+        pass
+    assert oid(pg_dsn, leased[0]) is None
