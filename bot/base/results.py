@@ -199,6 +199,8 @@ class RunMeta(FrozenModel):
     # Why those answers were trusted: what the agent fingerprint keying the cache covers ("the whole head tree at
     # <sha>", "agent.inputs: 3 globs"). None (not written): no answer cache, or a run from before the field existed.
     cache_basis: str | None = None
+    # A check's head run reused whole (bot.run.reuse): when the run it reuses started. None: judged in this run.
+    reused_from: str | None = None
     llm: LLMUsage | None = None  # the agent's LLM usage, for an agent that calls one (`--agent llm`)
     llm_judge: LLMUsage | None = None  # the `--llm-judge` diagnostic's
     # The agent's isolation: "uid 61234" (run as that unprivileged user, bot.agents.sandbox) or "off: <why>".

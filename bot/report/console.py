@@ -181,7 +181,10 @@ def perturb_line(run: RunResult) -> str:
 def cache_line(m: RunMeta) -> str:
     """How many answers came from the answer cache, and why they were trusted (what keyed them)."""
     why = f"agent fingerprint {m.agent_fingerprint}" + (f": {m.cache_basis}" if m.cache_basis else "")
-    return f"{m.cache_hits} answer(s) from the answer cache ({why})"
+    line = f"{m.cache_hits} answer(s) from the answer cache ({why})"
+    if m.reused_from:
+        line += f"; the run of this same tree (judged {m.reused_from}) reused whole: nothing that decides a verdict changed"
+    return line
 
 
 def run_report(run: RunResult, out: Path, *, paint: Paint = PLAIN, verbose: bool = False) -> str:

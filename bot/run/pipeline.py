@@ -21,6 +21,7 @@ from bot.cases.sqlparse import remembered
 from bot.config.model import find_config
 from bot.run.request import RunRequest
 from bot.run.rerun import FirstFailure, RunInterrupted, Stopper, last_failed_request, merged_over
+from bot.run.reuse import cached_head_run, head_run_key, keep_head_run
 from bot.run.runner import run_suite
 from bot.run.server import provision_server
 from bot.run.setup import choose_agent, run_options, suite_and_cases, suite_loader
@@ -56,12 +57,24 @@ def evaluate_request(
     with remembered(settings.cache_dir / "sql-parse"):  # a gold that parsed before is not parsed to load it
         suite, cases = suite_and_cases(req, config, load=suite_loader(req))
     choice = choose_agent(req, config, cwd=str(req.folder))
+    opts = run_options(req, config, choice, suite, settings, out=out)
+    server = provision_server(req.dsn, config, settings, req.postgres)
+    key = head_run_key(
+        req, config, suite, cases, opts, server, spec=choice.spec, agent_timeout=choice.timeout_s
+    )
+    reused = cached_head_run(key, settings)
+    if reused is not None:  # the head's tree, config, suite and fixtures as another check judged them
+        write_run(out, reused[0])
+        say(
+            f"sqlcanary: suite {suite.name}: {len(cases)} case(s): the run of this same tree is reused from "
+            f"{reused[1]} (nothing that decides a verdict changed; SQLCANARY_ANSWER_CACHE=off judges again)"
+        )
+        return Evaluated(run=reused[0], out=out)
     started = sandboxed_start(
         choice.spec, lambda box: choice.start(settings, box), policy=req.sandbox_policy, warn=_warn
     )
     with started as (agent, isolation):
-        opts = replace(run_options(req, config, choice, suite, settings, out=out), sandbox=isolation)
-        server = provision_server(req.dsn, config, settings, req.postgres)
+        opts = replace(opts, sandbox=isolation)
         shard = f" in shard {opts.shard}" if opts.shard else ""
         boxed = f", agent sandbox {opts.sandbox}" if opts.sandbox else ""
         say(
@@ -86,6 +99,8 @@ def evaluate_request(
             if shown is not None:
                 shown.close()
         run = with_llm_usage(run, agent, out, judge=opts.judge)
+        if stopped is None:
+            keep_head_run(key, run, settings)
     if previous is not None:
         write_run(out, merged_over(previous, run))
         say(

@@ -99,3 +99,45 @@ def test_a_second_commit_that_breaks_a_case_outside_agent_inputs_is_asked_again(
     fp = head.meta.agent_fingerprint
     line = f"3 answer(s) from the answer cache (agent fingerprint {fp}: the whole head tree at {second[:12]})"
     assert line in out
+    assert head.meta.reused_from and "reused whole: nothing that decides a verdict changed" in out  # issue 26
+
+
+def test_a_reused_head_run_is_judged_again_when_anything_that_decides_it_changes(
+    repo, fake, capsys, pg_dsn
+) -> None:
+    """The head's whole run comes from the cache only for the very tree and fixtures it was judged with, and
+    only when the run under its key says it is that tree's: a run planted under the key's name and a changed
+    fixture each get a judged run."""
+    sha = push(repo, {"NOTES.md": "nothing the agent reads\n"}, "one")
+    rc, head, regressed, cache, out = run(repo, fake, capsys, pg_dsn, "first", sha, None)
+    assert (rc, regressed) == (0, []) and head.meta.reused_from is None
+    rc, again, _, cache, out = run(repo, fake, capsys, pg_dsn, "again", sha, cache)
+    assert rc == 0 and again.meta.reused_from == head.meta.started_at and "reused whole" in out
+    assert [(c.id, c.status, c.reason) for c in again.cases] == [
+        (c.id, c.status, c.reason) for c in head.cases
+    ]
+
+    # A run planted under the key with other fingerprints (another tree's) is not taken on its name.
+    (planted,) = [
+        p for p in (cache / "runs").glob("*.json") if read_run(p).meta.agent_fingerprint == fp_of(head)
+    ]
+    forged = head.model_copy(
+        update={
+            "meta": head.meta.model_copy(update={"agent_fingerprint": "0" * 16}),
+            "cases": tuple(c.model_copy(update={"status": "failed"}) for c in head.cases),
+        }
+    )
+    planted.write_text(forged.model_dump_json())
+    rc, judged, regressed, cache, out = run(repo, fake, capsys, pg_dsn, "planted", sha, cache)
+    assert rc == 0 and regressed == [] and judged.meta.reused_from is None
+    assert all(c.status == "passed" for c in judged.cases)
+
+    # A fixture changed by the pull request: judged again (and incomparable with the base, as before).
+    fixture = repo["src"] / "evals/suite/shop.sql"
+    changed = push(repo, {"evals/suite/shop.sql": fixture.read_text() + "\n-- moved\n"}, "two")
+    _, judged, _, _, out = run(repo, fake, capsys, pg_dsn, "fixture", changed, cache)
+    assert judged.meta.reused_from is None and "reused whole" not in out
+
+
+def fp_of(run) -> str:
+    return run.meta.agent_fingerprint
