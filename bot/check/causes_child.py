@@ -3,37 +3,84 @@
 agent nor parses the head's reverted copies of the KB.
 
 The child gets the environment `child_environment` builds for the head (the allow-list, the variables the base's
-config names for the agent, sqlcanary's settings, the database) and its request from a file only this user can
-read, written by this process before the child starts and read by the child before any agent runs. It writes
-its findings as JSON, which this process reads back as data: size-bounded, validated, and masked of this
-process's secrets (bot.base.resultfiles)."""
+config names for the agent, sqlcanary's settings, the database). Its request and its findings travel as JSON
+(bot.check.apart): the request validated by the child before any agent runs, the findings read back by this
+process size-bounded, validated and masked of its secrets."""
 
 from __future__ import annotations
 
 import os
-import pickle
-import subprocess
-import tempfile
 from collections.abc import Sequence
+from dataclasses import fields
 from pathlib import Path
-
-from pydantic import ValidationError
 
 from bot.attribution.causal import CausalFindings, CauseRequest, find_causes
 from bot.attribution.delta import Attribution
+from bot.attribution.head_agent import AgentSetup
 from bot.attribution.hunks import Change, ChangeSet
 from bot.attribution.revert import RevertCandidate
-from bot.base.errors import EXIT_BUG, EXIT_INTERRUPTED, EXIT_OK, ConfigError, error_boundary
-from bot.base.resultfiles import ResultFiles
-from bot.base.results import FrozenModel, write_json_atomic
-from bot.base.selfchild import self_argv, wait_child
+from bot.base.results import FrozenModel
 from bot.base.settings import Settings
+from bot.cases.suite_doc import SuiteDoc
+from bot.check.apart import run_apart, serve_apart
 from bot.check.child import child_environment
 from bot.check.trees import Tree
+from bot.compare.diff import FileDiff
+from bot.config.model import Config
 from bot.db.provision import Server
 
 MAX_FINDINGS_BYTES = 64 * 1024 * 1024  # the KB texts of both sides and the revert's: far above any real KB
-_REQUEST, _FINDINGS = "request.pickle", "findings.json"
+
+
+class CauseJob(FrozenModel):
+    """CauseRequest as data, with the server it runs against."""
+
+    diff: tuple[FileDiff, ...]
+    config: Config
+    base_root: Path
+    head_root: Path
+    suite: SuiteDoc
+    head: dict[str, str]
+    regressed: tuple[str, ...]
+    agent: AgentSetup | None = None
+    base_pass_rate: float | None = None
+    max_agent_calls: int | None = 200
+    server: Server
+
+    @classmethod
+    def of(cls, req: CauseRequest, server: Server) -> CauseJob:
+        if req.run_options is not None:
+            raise RuntimeError("a check's attribution takes the run options of its config, never its own")
+        agent = req.agent
+        return cls(
+            diff=tuple(req.diff),
+            config=req.config,
+            base_root=req.base_root,
+            head_root=req.head_root,
+            suite=SuiteDoc.of(req.suite),
+            head=dict(req.head),
+            regressed=tuple(req.regressed),
+            agent=AgentSetup(**{f.name: getattr(agent, f.name) for f in fields(AgentSetup)})
+            if agent
+            else None,
+            base_pass_rate=req.base_pass_rate,
+            max_agent_calls=req.max_agent_calls,
+            server=server,
+        )
+
+    def request(self) -> CauseRequest:
+        return CauseRequest(
+            self.diff,
+            config=self.config,
+            base_root=self.base_root,
+            head_root=self.head_root,
+            suite=self.suite.suite(),
+            head=self.head,
+            regressed=self.regressed,
+            agent=self.agent,
+            base_pass_rate=self.base_pass_rate,
+            max_agent_calls=self.max_agent_calls,
+        )
 
 
 class Findings(FrozenModel):
@@ -76,47 +123,23 @@ class Findings(FrozenModel):
 def find_causes_apart(req: CauseRequest, tree: Tree, server: Server, settings: Settings) -> CausalFindings:
     """`find_causes` of `req` on the head's `tree`, in a child process with the head's allow-listed environment;
     its findings read back as data."""
-    env = child_environment(settings, tree, server)
-    with tempfile.TemporaryDirectory(prefix="sqlcanary-causes-") as private:  # mode 0700: this user's alone
-        folder = Path(private)
-        # This process's own objects, for a child of this very sqlcanary: the request goes one way only, and the
-        # child reads it before it starts any agent. What comes back is JSON, validated.
-        (folder / _REQUEST).write_bytes(pickle.dumps((req, server)))
-        argv = self_argv("bot.check.causes_child", str(folder / _REQUEST), str(folder / _FINDINGS))
-        proc = subprocess.Popen(
-            argv, cwd=tree.cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
-        )
-        rc = wait_child(proc)
-        if rc == EXIT_INTERRUPTED:
-            raise KeyboardInterrupt
-        if rc != EXIT_OK or not (folder / _FINDINGS).is_file():
-            raise ConfigError(f"finding the causes of the regressions failed with exit code {rc}; see above")
-        found = read_findings(folder / _FINDINGS)
-        return ResultFiles(folder, settings.secrets).model(_FINDINGS, found).causal()
+    found = run_apart(
+        "bot.check.causes_child",
+        CauseJob.of(req, server),
+        Findings,
+        env=child_environment(settings, tree, server),
+        cwd=tree.cwd,
+        settings=settings,
+        max_bytes=MAX_FINDINGS_BYTES,
+        what="finding the causes of the regressions",
+    )
+    return found.causal()
 
 
-def read_findings(path: Path) -> Findings:
-    """The child's findings, validated; a file over MAX_FINDINGS_BYTES or not valid is a bug (exit 3)."""
-    with path.open("rb") as fh:
-        raw = fh.read(MAX_FINDINGS_BYTES + 1)
-    if len(raw) > MAX_FINDINGS_BYTES:
-        raise _Unreadable(f"{path}: over {MAX_FINDINGS_BYTES} bytes")
-    try:
-        return Findings.model_validate_json(raw)
-    except ValidationError as exc:
-        raise _Unreadable(f"{path}: {exc.errors()[0]['msg']}") from exc
-
-
-class _Unreadable(ConfigError):
-    exit_code = EXIT_BUG
+def _work(job: CauseJob, settings: Settings) -> Findings:
+    return Findings.of(find_causes(job.request(), server=job.server, settings=settings))
 
 
 def main(argv: Sequence[str]) -> int:
     """The child: `find_causes` of the request in `argv[0]`, its findings written to `argv[1]`."""
-    request, out = Path(argv[0]), Path(argv[1])
-    code = [EXIT_OK]
-    with error_boundary(code):
-        req, server = pickle.loads(request.read_bytes())
-        found = find_causes(req, server=server, settings=Settings.from_environ(os.environ))
-        write_json_atomic(out, Findings.of(found).model_dump_json() + "\n")
-    return code[0]
+    return serve_apart(argv, CauseJob, _work, os.environ)

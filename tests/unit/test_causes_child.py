@@ -15,6 +15,7 @@ from bot.attribution.revert import RevertCandidate
 from bot.base.errors import EXIT_BUG, ConfigError
 from bot.base.settings import Settings
 from bot.check import causes_child
+from bot.check.apart import read_reply
 from bot.check.child import child_environment
 from bot.config.model import AgentConfig, Config
 from bot.db.provision import Server
@@ -68,19 +69,62 @@ def test_findings_come_back_as_they_were_found(tmp_path: Path):
     found = _found()
     path = tmp_path / "findings.json"
     path.write_text(causes_child.Findings.of(found).model_dump_json())
-    back = causes_child.read_findings(path).causal()
+    back = read_reply(path, causes_child.Findings, max_bytes=causes_child.MAX_FINDINGS_BYTES).causal()
     assert back == found
     assert back.changes.files == ("kb/m.yaml",) and back.changes.change(0).where == "line 3"
 
 
-def test_findings_that_are_not_valid_or_too_large_are_a_bug(tmp_path: Path, monkeypatch):
+def test_findings_that_are_not_valid_or_too_large_are_a_bug(tmp_path: Path):
     path = tmp_path / "findings.json"
     path.write_text('{"changes": [], "agent_calls": "many"}')
     with pytest.raises(ConfigError) as bad:
-        causes_child.read_findings(path)
+        read_reply(path, causes_child.Findings, max_bytes=causes_child.MAX_FINDINGS_BYTES)
     assert bad.value.exit_code == EXIT_BUG
     path.write_text(causes_child.Findings.of(_found()).model_dump_json())
-    monkeypatch.setattr(causes_child, "MAX_FINDINGS_BYTES", 100)
     with pytest.raises(ConfigError, match="over 100 bytes") as big:
-        causes_child.read_findings(path)
+        read_reply(path, causes_child.Findings, max_bytes=100)
     assert big.value.exit_code == EXIT_BUG
+
+
+def test_the_request_travels_as_json_and_comes_back_the_same_request(tmp_path: Path):
+    """No pickle between the two processes: the child rebuilds the request from validated JSON."""
+    from bot.attribution.causal import CauseRequest
+    from bot.attribution.head_agent import AgentSetup
+    from bot.cases.model import Case, Suite, SuiteSettings
+    from bot.compare.diff import FileDiff, Hunk
+
+    suite = Suite(
+        name="s",
+        root=tmp_path,
+        databases={"shop": (tmp_path / "shop.sql",)},
+        settings=SuiteSettings(),
+        cases=(Case(id="revenue", question="Revenue?", db="shop", gold_sql=("SELECT 1",)),),
+        content_hash="h",
+        files=(tmp_path / "suite.yml",),
+        location=tmp_path,
+    )
+    diff = (FileDiff(path="kb/m.yaml", hunks=(Hunk(old_start=3, old_count=1, new_start=3, new_count=1),)),)
+    agent = AgentSetup(spec="command:python agent.py", base_dir=str(tmp_path), timeout_s=9.0)
+    req = CauseRequest(
+        diff,
+        config=Config(agent=AgentConfig(spec="command:python agent.py")),
+        base_root=tmp_path / "base",
+        head_root=tmp_path,
+        suite=suite,
+        head={"revenue": "failed"},
+        regressed=["revenue"],
+        agent=agent,
+        base_pass_rate=0.5,
+        max_agent_calls=7,
+    )
+    job = causes_child.CauseJob.of(req, SERVER)
+    back = causes_child.CauseJob.model_validate_json(job.model_dump_json())
+    again = back.request()
+    assert back.server == SERVER and again.suite == suite and again.agent == agent
+    assert (again.diff, again.config, again.head, tuple(again.regressed)) == (
+        diff,
+        req.config,
+        req.head,
+        ("revenue",),
+    )
+    assert (again.base_pass_rate, again.max_agent_calls, again.head_root) == (0.5, 7, tmp_path)
