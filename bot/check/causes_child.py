@@ -69,18 +69,8 @@ class CauseJob(FrozenModel):
         )
 
     def request(self) -> CauseRequest:
-        return CauseRequest(
-            self.diff,
-            config=self.config,
-            base_root=self.base_root,
-            head_root=self.head_root,
-            suite=self.suite.suite(),
-            head=self.head,
-            regressed=self.regressed,
-            agent=self.agent,
-            base_pass_rate=self.base_pass_rate,
-            max_agent_calls=self.max_agent_calls,
-        )
+        fields = {k: v for k, v in dict(self).items() if k != "server"}
+        return CauseRequest(**{**fields, "suite": self.suite.suite()})
 
 
 class Findings(FrozenModel):
@@ -127,7 +117,7 @@ def find_causes_apart(req: CauseRequest, tree: Tree, server: Server, settings: S
         "bot.check.causes_child",
         CauseJob.of(req, server),
         Findings,
-        env=child_environment(settings, tree, server),
+        env=child_environment(settings, tree.config, server),
         cwd=tree.cwd,
         settings=settings,
         max_bytes=MAX_FINDINGS_BYTES,

@@ -23,15 +23,14 @@ from bot.base.selfchild import self_argv, wait_child
 from bot.base.settings import Settings
 from bot.cases.suite_doc import SuiteDoc
 from bot.check.sides import Side
-from bot.check.trees import Tree
+from bot.config.model import Config
 from bot.config.trusted import write_resolved
 from bot.db.provision import Server
 
 
-def child_environment(settings: Settings, tree: Tree, server: Server) -> dict[str, str]:
-    """What the tree's `sqlcanary run` (and so the tree's agent) may see: the allow-list, the variables the
-    tree's config names, sqlcanary's own settings, and the database to use."""
-    config = tree.config
+def child_environment(settings: Settings, config: Config, server: Server) -> dict[str, str]:
+    """What a tree's `sqlcanary run` (and so the tree's agent) may see: the allow-list, the variables the tree's
+    `config` names, sqlcanary's own settings, and the database to use."""
     names = list(config.agent.env) if config.agent else []
     spec = config.agent.spec if config.agent else ""
     if spec.partition(":")[0].strip() == "llm":
@@ -49,7 +48,7 @@ def evaluate_side(side: Side, server: Server, out: Path, settings: Settings) -> 
     out.unlink(missing_ok=True)  # never mistake an earlier check's file for this run's
     # The child loads exactly the config decided here (the head's is the base's but for its agent), from a file
     # only this user can read: no file of the tree decides it, and a DSN in it never sits where the agent reads.
-    env = child_environment(settings, tree, server)
+    env = child_environment(settings, tree.config, server)
     with tempfile.TemporaryDirectory(prefix="sqlcanary-config-") as private:
         resolved = write_resolved(tree.config, Path(private) / f"{tree.label}.json")
         # `--side head`: the pull request's agent, whose cached answers are keyed by its whole tree

@@ -27,7 +27,7 @@ from bot.github.context import ActionContext
 from bot.github.gitpush import PushFallback
 from bot.github.repair_change import RepairChange, RepairTarget
 from bot.github.repair_pr import RepairResult, close_repair, publish_repair
-from bot.kb.files import KBFiles, write_bytes_atomic
+from bot.kb.files import KBFiles
 from bot.repair.outcome import RepairOutcome
 from bot.report.repair_pr import render_repair_pr
 from bot.report.repair_view import Rates, RepairPRView, build_repair_pr_view
@@ -96,40 +96,34 @@ def _llm_repair(
     *,
     max_calls: int,
     max_minutes: float,
+    cwd: Path,
     say: Callable[[str], None],
 ) -> tuple[RepairOutcome, dict[str, str]]:
-    """The repair loop on the checkout's KB; returns its outcome and the changed files' texts (relative to the
-    config folder), and puts every KB file back as it was."""
-    from bot.repair.request import RepairRequest, run_repair
+    """The repair loop on the checkout's KB, in a child that holds no token (bot.check.repair_child); returns
+    its outcome and the changed files' texts (relative to the config folder). The KB is as it was after."""
+    from bot.check.repair_child import repair_apart
     from bot.repair.setup import Limits
+    from bot.run.server import provision_server
 
-    kb = KBFiles.from_config(config)
-    before = {rel: kb.resolve(rel).read_bytes() for rel in kb.files()}
     suite = check.head_suite if config.suite else None  # as the check read it: the suite is parsed once
     if suite is None:
         raise SqlcanaryError("the repair needs the config's `suite:`")
     say(f"repair: asking the LLM for KB edits (at most {max_calls} calls)")
-    try:
-        req = RepairRequest(
-            run=check.head,
-            config=config,
-            suite=suite,
-            limits=Limits(
-                max_llm_calls=max_calls, max_seconds=max_minutes * 60, calls_flag="input repair-max-llm-calls"
-            ),
-            base_pass_rate=check.comparison.overall.base_rate,
-            comparison=check.comparison,
-            only=tuple(c.id for c in check.comparison.judged_as("regressed")),
-        )
-        outcome = run_repair(req, settings)
-        changed = {rel: kb.resolve(rel).read_text(encoding="utf-8") for rel in outcome.files_changed}
-    finally:  # put back through the same rule: a link is never followed, a file is replaced, not written into
-        for rel, data in before.items():
-            if kb.resolve(rel).read_bytes() != data:
-                write_bytes_atomic(kb.resolve(rel), data)
-        for rel in set(kb.files()) - set(before):
-            kb.resolve(rel).unlink()
-    return outcome, changed
+    reply = repair_apart(
+        check.head,
+        config,
+        suite,
+        limits=Limits(
+            max_llm_calls=max_calls, max_seconds=max_minutes * 60, calls_flag="input repair-max-llm-calls"
+        ),
+        base_pass_rate=check.comparison.overall.base_rate,
+        comparison=check.comparison,
+        only=tuple(c.id for c in check.comparison.judged_as("regressed")),
+        server=provision_server(None, config, settings, None),
+        settings=settings,
+        cwd=cwd,
+    )
+    return reply.outcome, reply.changed
 
 
 def _chosen(
@@ -178,6 +172,7 @@ def repair_step(
                 settings,
                 max_calls=inputs.repair_max_llm_calls,
                 max_minutes=inputs.repair_max_minutes,
+                cwd=workdir,
                 say=say,
             )
             if out_dir is not None:  # the loop's record, as `sqlcanary repair` writes it

@@ -218,9 +218,15 @@ PERFECT = json.dumps({"status": "perfect", "issues_found": [], "improvements_mad
 KEY = "sk-test-repair-0123456789abcdef"
 
 
-def test_with_an_llm_the_repair_pr_holds_its_verified_edit_and_the_body_says_so(world, capsys):
+def test_with_an_llm_the_repair_pr_holds_its_verified_edit_and_the_body_says_so(world, capsys, monkeypatch):
+    from bot.repair.loop import RepairLoop
     from bot.report.repair_pr import parse_repair_data
 
+    def not_here(*args, **kwargs):
+        raise AssertionError("the repair loop ran in the process that holds the GitHub token")
+
+    # The loop runs in a child of its own (bot.check.repair_child): in this process, it would fail.
+    monkeypatch.setattr(RepairLoop, "__init__", not_here)
     with FakeOpenAI([FIX, PERFECT]) as llm:
         rc, result = check(world, capsys, "llm", openai_base_url=llm.base_url, openai_api_key=KEY, model="m")
         assert llm.completions  # the LLM was asked

@@ -4,7 +4,7 @@ read back as validated, size-bounded data (README, "Security model")."""
 from __future__ import annotations
 
 from pathlib import Path
-from types import MappingProxyType, SimpleNamespace
+from types import MappingProxyType
 
 import pytest
 
@@ -34,8 +34,7 @@ SERVER = Server(
 def _environment(spec: str, env: tuple[str, ...] = ()) -> dict[str, str]:
     environ = MappingProxyType({"PATH": "/usr/bin", "SQLCANARY_CACHE_DIR": "/c", "AGENT_VAR": "x", **SECRETS})
     settings = Settings.from_environ(environ)
-    tree = SimpleNamespace(config=Config(agent=AgentConfig(spec=spec, env=env)))
-    return child_environment(settings, tree, SERVER)  # type: ignore[arg-type]
+    return child_environment(settings, Config(agent=AgentConfig(spec=spec, env=env)), SERVER)
 
 
 def test_the_attribution_child_sees_no_token_and_no_key_its_agent_is_not_given():
@@ -128,3 +127,16 @@ def test_the_request_travels_as_json_and_comes_back_the_same_request(tmp_path: P
         ("revenue",),
     )
     assert (again.base_pass_rate, again.max_agent_calls, again.head_root) == (0.5, 7, tmp_path)
+
+
+def test_the_repair_child_gets_the_repair_model_s_key_and_no_token(tmp_path: Path):
+    """The repair loop's child (bot.check.repair_child) asks the base config's model with its key: that key and
+    the head's allow-listed environment, never a GitHub token nor an input."""
+    from bot.check.repair_child import repair_environment
+
+    environ = MappingProxyType({"PATH": "/usr/bin", "SQLCANARY_CACHE_DIR": "/c", **SECRETS})
+    env = repair_environment(
+        Settings.from_environ(environ), Config(agent=AgentConfig(spec="command:a")), SERVER
+    )
+    assert env["OPENAI_API_KEY"] == SECRETS["OPENAI_API_KEY"] and env["DATABASE_URL"] == SERVER.admin_dsn
+    assert not {"GITHUB_TOKEN", "INPUT_GITHUB-TOKEN", "INPUT_OPENAI-API-KEY"} & env.keys()
