@@ -8,9 +8,12 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from pydantic import ValidationError
+
 from bot.agents.sandbox import Sandbox
 from bot.base.secrets import scrub, scrub_optional
 from bot.base.settings import Settings
+from bot.base.usage import AnswerUsage
 from bot.cases.model import Case
 
 
@@ -24,6 +27,8 @@ class Answer:
     # For self-tests (`gold:all`): every alternative is an answer of its own; the case passes only if all do.
     alternatives: tuple[str, ...] = ()
     duration_s: float = 0.0
+    usage: AnswerUsage | None = None  # what the agent says the answer cost (its reply's `usage`)
+    cached: bool = False  # taken from the answer cache, not asked in this run
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,9 @@ def scrub_answer(answer: Answer, secrets: Sequence[str]) -> Answer:
         error=scrub_optional(answer.error, secrets),
         stderr=scrub_optional(answer.stderr, secrets),
         used=tuple(scrub(u, secrets) for u in answer.used),
+        usage=answer.usage.model_copy(update={"model": scrub_optional(answer.usage.model, secrets)})
+        if answer.usage
+        else None,
     )
 
 
@@ -98,15 +106,38 @@ def answer_from_reply(reply: Any, *, source: str) -> Answer:
         )
     used = reply.get("used") or ()
     used = tuple(str(u) for u in used) if isinstance(used, list | tuple) else ()
+    try:
+        usage = reply_usage(reply.get("usage"))
+    except ValueError as exc:
+        return Answer(
+            error=f"{source} returned a `usage` that is not valid: {exc}", error_class="agent_bad_output"
+        )
     if reply.get("error"):
-        return Answer(error=f"{source}: {reply['error']}", error_class="agent_declined", used=used)
+        return Answer(
+            error=f"{source}: {reply['error']}", error_class="agent_declined", used=used, usage=usage
+        )
     sql = reply.get("sql")
     if not isinstance(sql, str) or not sql.strip():
         keys = ", ".join(sorted(map(str, reply))) or "none"
         return Answer(
             error=f"{source} returned no `sql` (keys: {keys})", error_class="agent_bad_output", used=used
         )
-    return Answer(sql=sql, used=used)
+    return Answer(sql=sql, used=used, usage=usage)
+
+
+def reply_usage(raw: Any) -> AnswerUsage | None:
+    """A reply's `usage` (bot.base.usage.AnswerUsage: model, llm_calls, prompt_tokens, completion_tokens,
+    cost_usd; each optional and bounded): None when absent, ValueError naming the field when not valid."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ValueError(f"expected an object, got {type(raw).__name__}")
+    try:
+        return AnswerUsage.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "usage"
+        raise ValueError(f"{where}: {first['msg']}") from None
 
 
 def parse_reply_text(text: str, *, source: str) -> Answer:

@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
     ValidationError,
@@ -19,6 +17,8 @@ from pydantic import (
 )
 
 from bot.base.errors import ResultFileError
+from bot.base.frozen import FrozenModel
+from bot.base.usage import AnswerUsage, QueryCost, UsageTotals, total_usage
 
 SCHEMA_VERSION = 1
 # Bumped whenever a scorer's decision rules change: runs scored by different versions are not comparable.
@@ -36,12 +36,6 @@ class ResultSet:
     type_oids: tuple[int, ...]
     rows: list[tuple[Any, ...]]
     truncated: bool = False
-
-
-class FrozenModel(BaseModel):
-    """The base of every model written to disk or read from a file: immutable, unknown keys refused."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class Verdict(FrozenModel):
@@ -64,6 +58,22 @@ class Prediction(FrozenModel):
     # KB places the agent says it used for this answer ("kb/metrics/gmv.yaml:3-12"); the repair loop reads them.
     used: tuple[str, ...] = ()
     duration_s: float | None = None
+    usage: AnswerUsage | None = (
+        None  # what the agent says this answer cost (bot.base.usage); not written when None
+    )
+    cached: bool = (
+        False  # the answer came from the answer cache: its latency is not this run's; not written when False
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_empty(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            if data.get("usage") is None:
+                data.pop("usage", None)
+            if not data.get("cached"):
+                data.pop("cached", None)
+        return data
 
 
 class Attempt(FrozenModel):
@@ -105,12 +115,18 @@ class CaseResult(FrozenModel):
     # The case's gold SQL, recorded for a case that did not pass so that reports of the run alone show it beside
     # the prediction. Not written when empty (passed cases, runs from before it existed).
     gold_sql: tuple[str, ...] = ()
+    # The planner's cost of the prediction and of the gold (a query case whose prediction ran; bot.base.usage).
+    # Not written when None.
+    query_cost: QueryCost | None = None
 
     @model_serializer(mode="wrap")
     def _without_empty_gold(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
-        if isinstance(data, dict) and not data.get("gold_sql"):
-            data.pop("gold_sql", None)
+        if isinstance(data, dict):
+            if not data.get("gold_sql"):
+                data.pop("gold_sql", None)
+            if data.get("query_cost") is None:
+                data.pop("query_cost", None)
         return data
 
     @property
@@ -143,6 +159,16 @@ class Counts(FrozenModel):
 class Summary(Counts):
     by_tag: dict[str, Counts] = Field(default_factory=dict)
     by_category: dict[str, Counts] = Field(default_factory=dict)
+    usage: UsageTotals | None = (
+        None  # the answers' reported usage, summed; not written when no answer had any
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_empty_usage(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and data.get("usage") is None:
+            data.pop("usage", None)
+        return data
 
 
 class LLMUsage(FrozenModel):
@@ -214,7 +240,7 @@ class RunMeta(FrozenModel):
         """No `llm` / `llm_judge` key for a run without those calls: written exactly as before the fields existed."""
         data = handler(self)
         if isinstance(data, dict):
-            for key in ("llm", "llm_judge", "sandbox", "perturb", "setting", "cache_basis"):
+            for key in ("llm", "llm_judge", "sandbox", "perturb", "setting", "cache_basis", "reused_from"):
                 if data.get(key) is None:
                     data.pop(key, None)
         return data
@@ -245,6 +271,7 @@ def summarize(cases: list[CaseResult] | tuple[CaseResult, ...]) -> Summary:
         **count(cases).model_dump(),
         by_tag={k: count(v) for k, v in sorted(tags.items())},
         by_category={k: count(v) for k, v in sorted(categories.items())},
+        usage=total_usage(c.prediction.usage for c in cases),
     )
 
 

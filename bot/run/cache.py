@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.agents.base import AgentAdapter, Answer, current_attempt
+from bot.agents.base import AgentAdapter, Answer, current_attempt, reply_usage
 from bot.base.results import RunResult, read_run, write_json_atomic, write_run
 from bot.cases.model import Case
 from bot.run.fingerprint import answer_key
@@ -31,7 +31,8 @@ def cacheable(answer: Answer) -> bool:
 
 
 class AnswerCache:
-    """`<root>/answers/<key[:2]>/<key>.json` holding {sql, used, error, error_class}."""
+    """`<root>/answers/<key[:2]>/<key>.json` holding {sql, used, error, error_class, usage}: the usage is what
+    the answer cost when it was asked (an answer from the cache costs nothing again, and says it was cached)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root / "answers"
@@ -47,11 +48,17 @@ class AnswerCache:
         if not isinstance(raw, dict) or raw.get("v") != ANSWER_CACHE_VERSION:
             return None
         used = raw.get("used") or []
+        try:
+            usage = reply_usage(raw.get("usage"))
+        except ValueError:
+            usage = None  # a cache: what it cannot vouch for is left out
         answer = Answer(
             sql=raw.get("sql"),
             error=raw.get("error"),
             error_class=raw.get("error_class"),
             used=tuple(str(u) for u in used) if isinstance(used, list) else (),
+            usage=usage,
+            cached=True,
         )
         return answer if cacheable(answer) else None
 
@@ -64,6 +71,7 @@ class AnswerCache:
             "used": list(answer.used),
             "error": answer.error,
             "error_class": answer.error_class,
+            "usage": answer.usage.model_dump(exclude_none=True) if answer.usage else None,
         }
         try:
             write_json_atomic(self._path(key), json.dumps(record) + "\n")

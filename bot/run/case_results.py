@@ -49,6 +49,8 @@ def case_result(
         used=answer.used,
         duration_s=round(answer.duration_s or agent_s, 6),
         alternative=ev.alternative if ev else None,
+        usage=answer.usage,
+        cached=answer.cached,
     )
     timings = {"agent_s": round(agent_s, 6), "eval_s": round(eval_s, 6)}
     timings.update({k: round(v, 6) for k, v in (ev.timings if ev else {}).items()})
