@@ -28,6 +28,7 @@ from bot.agents.base import AgentContext, Answer, current_attempt, scrub_answer
 from bot.agents.llmkb import KbFile, fit, kb_chars, read_kb_files
 from bot.base.errors import AgentError, SqlcanaryError
 from bot.base.results import LLMUsage
+from bot.base.usage import AnswerUsage
 from bot.cases.model import Case
 from bot.config.model import CONFIG_NAMES, Config, load_config
 from bot.llm import BudgetExhausted, LLMBadOutput, LLMContextTooLong, LLMError, LLMSettings
@@ -156,21 +157,31 @@ class LLMAgent:
             )
         took = time.perf_counter() - started
         used = tuple(f.path for f in files)
+        u = reply.usage  # of this reply: what asking it cost (a cached reply: when it was asked)
+        usage = AnswerUsage(
+            model=self.client.settings.model[:200] or None,
+            llm_calls=max(u.calls, 1),
+            prompt_tokens=u.prompt_tokens,
+            completion_tokens=u.completion_tokens,
+            cost_usd=u.cost_usd,
+        )
         sql, clarification = reply.data.get("sql"), reply.data.get("clarification")
         if isinstance(sql, str) and sql.strip():
-            return Answer(sql=sql, used=used, duration_s=took)
+            return Answer(sql=sql, used=used, duration_s=took, usage=usage)
         if isinstance(clarification, str) and clarification.strip():
             return Answer(
                 error=f"the agent asked for a clarification: {clarification[:500]}",
                 error_class="agent_declined",
                 used=used,
                 duration_s=took,
+                usage=usage,
             )
         return Answer(
             error="the LLM returned neither sql nor a clarification",
             error_class="agent_empty",
             used=used,
             duration_s=took,
+            usage=usage,
         )
 
     def _ask(self, case: Case):

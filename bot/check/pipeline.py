@@ -109,6 +109,7 @@ class _Runs:
     base: RunResult | None
     head: RunResult
     edited_by_base: dict[str, str]
+    timed_together: bool = False  # both runs asked their agent in this check: their latencies may be compared
 
 
 def run_check(req: CheckRequest, settings: Settings, *, say: Say = lambda _: None) -> CheckResult:
@@ -150,7 +151,7 @@ def run_check(req: CheckRequest, settings: Settings, *, say: Say = lambda _: Non
 def _evaluate(plan: CheckPlan, server: Server, *, use_cache: bool, say: Say) -> _Runs:
     """The base's run (from the cache when it may be), the head's, then the head's answers to the cases it edited
     judged by the base's version of each."""
-    base = _evaluate_base(plan, server, use_cache=use_cache, say=say)
+    base, base_cached = _evaluate_base(plan, server, use_cache=use_cache, say=say)
     head = plan.head
     say(f"head {head.describe()}: evaluating" + ("" if head.tree.working else " in a temporary worktree"))
     head_run = evaluate_side(head, server, plan.out_dir / "head.json", plan.settings)
@@ -160,20 +161,23 @@ def _evaluate(plan: CheckPlan, server: Server, *, use_cache: bool, say: Say) -> 
         say(f"the head's agent ran with sandbox: {head_run.meta.sandbox}")
     if base is None or plan.base is None:
         return _Runs(base, head_run, {})
-    return _Runs(base, head_run, _judged_by_base(plan.base, head_run, base, server, plan, say))
+    together = not base_cached and not head_run.meta.reused_from
+    return _Runs(base, head_run, _judged_by_base(plan.base, head_run, base, server, plan, say), together)
 
 
-def _evaluate_base(plan: CheckPlan, server: Server, *, use_cache: bool, say: Say) -> RunResult | None:
+def _evaluate_base(
+    plan: CheckPlan, server: Server, *, use_cache: bool, say: Say
+) -> tuple[RunResult | None, bool]:
+    """The base's run (None without a baseline) and whether it came from the run cache."""
     out = plan.out_dir / "base.json"
     if plan.base is None:
         say(f"no baseline: {NO_BASELINE}; the head is judged alone")
         out.unlink(missing_ok=True)
-        return None
+        return None, False
     try:
-        run, _ = evaluate_base(plan.base, server, out, plan.settings, use_cache=use_cache, say=say)
+        return evaluate_base(plan.base, server, out, plan.settings, use_cache=use_cache, say=say)
     except SqlcanaryError as exc:
         raise ConfigError(f"base {plan.base_sha[:12]}: {exc}") from exc
-    return run
 
 
 def _diff(plan: CheckPlan) -> tuple[FileDiff, ...]:
@@ -191,7 +195,12 @@ def _compare(req: CheckRequest, plan: CheckPlan, runs: _Runs, diff: tuple[FileDi
     gate = resolve_gate(plan.head.config.gate, req.gate)
     if runs.base is not None:
         comparison = compare_runs(
-            runs.base, runs.head, gate=gate, force=req.force, edited_against_base=runs.edited_by_base
+            runs.base,
+            runs.head,
+            gate=gate,
+            force=req.force,
+            edited_against_base=runs.edited_by_base,
+            latency_gated=runs.timed_together,
         )
         comparison = explain_comparison(comparison, diff, roots=plan.head.roots, gold=gold)
     else:

@@ -35,7 +35,8 @@ from bot.compare.comparable import (
 )
 from bot.compare.deltas import RateDelta
 from bot.compare.diff import Cause
-from bot.compare.gate import gate_reasons, pass_rate_floor
+from bot.compare.gate import gate_reasons, metric_reasons, pass_rate_floor
+from bot.compare.metrics import MetricDelta, compare_metrics
 from bot.compare.transitions import (
     TRANSITIONS,
     CaseChange,
@@ -73,9 +74,9 @@ __all__ = [
 # 2: `renamed` transition (CaseChange.renamed_from / outcome); head-only comparisons (baseline "none", base
 # None, baseline_reason). 3: cause linking (Comparison.causes / unexplained / linked / changed_files;
 # CaseChange.gold_sql / head_used / base_used). 4: CaseChange.edited. 5: CaseChange.against_base and
-# GateSettings.allow_edited (an edited case judged by the base's version too). Older files still read: every new
-# field has a default.
-COMPARISON_SCHEMA_VERSION = 5
+# GateSettings.allow_edited (an edited case judged by the base's version too). 6: metrics (cost, tokens, latency,
+# query cost) and their gates. Older files still read: every new field has a default.
+COMPARISON_SCHEMA_VERSION = 6
 
 Verdict = Literal["pass", "regressions", "incomparable"]
 Baseline = Literal["run", "none"]
@@ -108,6 +109,8 @@ class Comparison(FrozenModel):
     causes: tuple[Cause, ...] = ()
     unexplained: tuple[str, ...] = ()  # regressed cases whose used spans the diff did not touch
     uncited_files: tuple[str, ...] = ()  # changed files that no case's `used` names (bot.compare.causes)
+    # Cost, tokens, latency and query cost, base against head, case by case (bot.compare.metrics).
+    metrics: tuple[MetricDelta, ...] = ()
 
     def causes_of(self, case_id: str) -> list[Cause]:
         return [c for c in self.causes if case_id in c.cases]
@@ -131,12 +134,15 @@ def compare_runs(
     gate: GateSettings = GateSettings(),
     force: bool = False,
     edited_against_base: dict[str, str] | None = None,
+    latency_gated: bool = False,
 ) -> Comparison:
     """Pair the cases of two runs (by id, then renames by content), classify each change and decide the
     verdict under `gate`.
 
     `edited_against_base` ({id: status}, from `check`): the head's answers to the cases it edited, judged by the
     base's version of each; the gate refuses one that passed on base and fails its base version.
+    `latency_gated`: both runs asked their agent in the same job (`check` without a cached base run), so their
+    latencies may be gated (bot.compare.metrics); the other metrics are exact and always may.
 
     Runs that cannot be judged against each other are `incomparable` unless `force`, which compares them
     anyway and keeps the reasons as warnings. Forced past a different case selection, cases only one run
@@ -146,6 +152,7 @@ def compare_runs(
     warnings = [*run_warnings(base, head), *edited_warning(changes)]
     rates = _rates(base.cases, head.cases)
     overall = rates.overall
+    metrics = compare_metrics(base, head, latency_gated=latency_gated)
     if problems and not force:
         verdict: Verdict = "incomparable"
         reasons = problems
@@ -158,6 +165,7 @@ def compare_runs(
                 "cases only one run holds are listed as new or removed, not judged"
             )
         reasons = gate_reasons(changes, overall, gate, judge_removed=membership)
+        reasons += metric_reasons(metrics, gate)
         verdict = "regressions" if reasons else "pass"
     return Comparison(
         verdict=verdict,
@@ -172,6 +180,7 @@ def compare_runs(
         by_category=rates.by_category,
         counts=_counts(changes),
         cases=tuple(changes),
+        metrics=metrics,
     )
 
 

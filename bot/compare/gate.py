@@ -6,13 +6,14 @@ and what a verdict means to a shell (`exit_code`) and to GitHub (`check_conclusi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import ValidationError
 
 from bot.base.errors import EXIT_BAD_INPUT, EXIT_GATE, EXIT_OK, ConfigError
 from bot.compare.deltas import RateDelta
+from bot.compare.metrics import NAMES, Metric, MetricDelta, shown
 from bot.compare.transitions import CaseChange, fails_base_version
 from bot.config.gate_settings import GateSettings
 
@@ -105,6 +106,37 @@ def gate_reasons(
                 f"pass rate dropped {drop * 100:.1f} points ({_pct(base_rate)} → {_pct(head_rate)}), "
                 f"more than the {gate.max_pass_rate_drop * 100:.1f} allowed"
             )
+    return reasons
+
+
+_LIMITS: dict[Metric, str] = {
+    "cost": "max_cost_increase",
+    "tokens": "max_tokens_increase",
+    "latency": "max_latency_increase",
+    "query_cost": "max_query_cost_increase",
+}
+
+
+def metric_reasons(metrics: Sequence[MetricDelta], gate: GateSettings) -> list[str]:
+    """Each gated metric whose median per case rose more than the gate allows, where the rise is significant
+    (its 95% interval lies wholly above zero), naming the cases that moved most."""
+    reasons = []
+    for d in metrics:
+        limit = getattr(gate, _LIMITS[d.metric])
+        if limit is None or not d.gated or not d.increased:
+            continue
+        if d.change is not None and d.change <= limit + _EPS:
+            continue
+        rise = f"rose {d.change:.0%}" if d.change is not None else "rose from zero"
+        moved = ", ".join(
+            f"{m.id} ({shown(d.metric, m.base)} → {shown(d.metric, m.head)})" for m in d.moved[:3]
+        )
+        reasons.append(
+            f"median {NAMES[d.metric]} per case {rise} ({shown(d.metric, d.base_median)} → "
+            f"{shown(d.metric, d.head_median)} over {d.pairs} case(s); 95% interval of the change per case "
+            f"{shown(d.metric, d.ci_low)} to {shown(d.metric, d.ci_high)}), more than the {limit:.0%} allowed "
+            f"(gate.{_LIMITS[d.metric]})" + (f"; moved most: {moved}" if moved else "")
+        )
     return reasons
 
 

@@ -37,6 +37,35 @@ _RATE_SCHEMA = {
 Rate = Annotated[float | None, BeforeValidator(_rate), WithJsonSchema(_RATE_SCHEMA)]
 
 
+def _increase(value: object) -> object:
+    """An allowed increase: a percentage (`20%`, `150%`) or a fraction (`0.2`, `1.5`); None stays None (off)."""
+    if value is None:
+        return None
+    shown = str(value).strip()
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise PydanticCustomError("increase", "an increase is a percentage (20%) or a fraction (0.2)")
+    try:
+        number = float(shown[:-1]) / 100 if shown.endswith("%") else float(shown)
+    except ValueError:
+        raise PydanticCustomError(
+            "increase", "an increase is a percentage (20%) or a fraction (0.2)"
+        ) from None
+    if not 0 <= number <= 1000 or number != number:
+        raise PydanticCustomError("increase", "an increase is between 0% and 100000%")
+    return number
+
+
+_INCREASE_SCHEMA = {
+    "anyOf": [
+        {"type": "number", "minimum": 0},
+        {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*%\s*$"},
+        {"type": "null"},
+    ],
+    "description": "an increase of the median: a fraction (0.2) or a percentage (20%)",
+}
+Increase = Annotated[float | None, BeforeValidator(_increase), WithJsonSchema(_INCREASE_SCHEMA)]
+
+
 class GateSettings(FrozenModel):
     """When a comparison fails the gate. A regression is only called when it is significant (exact McNemar
     test on the paired attempts, p < alpha) and at least `min_regression_count` attempts moved."""
@@ -54,3 +83,9 @@ class GateSettings(FrozenModel):
     # A case the head edited (its question, gold or category) whose head answer fails the base's version, where
     # the base's answer passed it, fails the gate unless this says the edit is fine (`check` judges both).
     allow_edited: bool = False
+    # Evaluation metrics (bot.compare.metrics): how much the median per case may rise, base to head, before the
+    # gate fails; only a rise whose 95% interval lies wholly above zero counts. None: not gated.
+    max_cost_increase: Increase = None
+    max_tokens_increase: Increase = None
+    max_latency_increase: Increase = None
+    max_query_cost_increase: Increase = None

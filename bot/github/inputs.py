@@ -18,6 +18,7 @@ from pydantic import Field, ValidationError, field_validator
 from bot.base.errors import ConfigError
 from bot.base.results import FrozenModel
 from bot.config.model import MAX_PERTURB
+from bot.github.metric_outputs import OUTPUT_NAMES
 
 # A mode's name (input `mode`): which modes there are is bot.modes.MODES's to say (bot.modes.find_mode).
 Mode = Annotated[str, Field(pattern=r"^[a-z][a-z-]{0,30}$")]
@@ -36,6 +37,7 @@ OUTPUTS = (
     "repaired",
     "still-failing",
     "matrix",
+    *OUTPUT_NAMES,
 )
 _TRUE = ("true", "yes", "1", "on")
 _FALSE = ("false", "no", "0", "off")

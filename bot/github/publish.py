@@ -21,6 +21,7 @@ from bot.github.client import get_repository, resolve_login
 from bot.github.comment import upsert_sticky_comment
 from bot.github.context import ActionContext
 from bot.github.leg_payload import leg_payload, write_leg_payload
+from bot.github.metric_outputs import metric_outputs, run_metric_outputs
 from bot.github.payload import CheckPayload
 from bot.github.workflow import StepLog, append_summary, notice, warning, write_outputs
 from bot.report.marker import comment_marker, marker_key
@@ -269,6 +270,7 @@ def outputs_of_check(result: CheckResult, out_dir: Path) -> dict[str, str]:
         "comment-path": str(out_dir / "comment.md"),
         "results-path": str(out_dir / "head.json"),
         **NO_REPAIR,
+        **metric_outputs(c),
     }
 
 
@@ -283,6 +285,7 @@ def outputs_of_run(run: RunResult, path: Path) -> dict[str, str]:
         "comment-path": str(path.parent / "comment.md"),
         "results-path": str(path),
         **NO_REPAIR,
+        **run_metric_outputs(run),
     }
 
 

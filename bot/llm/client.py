@@ -166,10 +166,12 @@ class LLMClient:
                 pass  # a cached reply that no longer satisfies the schema: ask again
             else:
                 self._add(Usage(cached_calls=1))
+                # This reply's usage: what it cost when it was asked (no request now), so that an answer from
+                # the cache says what producing it costs; the client's totals count it as a cached call only.
                 return JsonReply(
                     parsed.data,
                     hit.text,
-                    Usage(cached_calls=1, cost_usd=0.0),
+                    self._cached_usage(hit.prompt_tokens, hit.completion_tokens),
                     cached=True,
                     parse_repaired=parsed.repaired,
                 )
@@ -271,6 +273,12 @@ class LLMClient:
             self._totals = self._totals + Usage(
                 usage.prompt_tokens, usage.completion_tokens, usage.calls, usage.cached_calls, 0.0
             )
+
+    def _cached_usage(self, prompt: int, completion: int) -> Usage:
+        cost = estimate_cost(
+            self.settings.prices, self.settings.model, prompt_tokens=prompt, completion_tokens=completion
+        )
+        return Usage(prompt, completion, 0, 1, cost)
 
     def _usage_of(self, calls: list[Call]) -> Usage:
         p = sum(c.prompt_tokens for c in calls)

@@ -4,6 +4,7 @@ that changed, section by section."""
 from __future__ import annotations
 
 from bot.compare.comparison import TRANSITIONS, CaseChange, Comparison
+from bot.report.metrics_view import metric_rows, metrics_line
 
 _LISTED = 20  # regressed / fixed / flaky ids printed before "... and N more"
 _CAUSES = 10  # causes printed (the comment and the report have all)
@@ -62,6 +63,7 @@ def render_summary(comparison: Comparison) -> str:
             "  ".join(f"{t.replace('_', ' ')} {c.counts[t]}" for t in TRANSITIONS if c.counts.get(t))
             or "no cases",
         ]
+        lines += [metrics_line(metric_rows(c)).replace("**", "")] if c.metrics else []
         lines += _section("regressed", c.judged_as("regressed"))
         lines += _why(c)
         lines += _section("fixed", c.judged_as("fixed"), said="failed before: ")

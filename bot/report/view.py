@@ -10,6 +10,7 @@ from typing import Literal
 from bot.base.results import STATUSES, Counts, RunMeta, RunResult
 from bot.compare.comparison import TRANSITIONS, Comparison, RateDelta
 from bot.report.explain import CauseView, cause_views, refer_to_named, uncited_note
+from bot.report.metrics_view import MetricRow, metric_rows, metrics_line
 from bot.report.rows import CaseRow, row_from_case, row_from_change, rows_from_comparison
 
 WITH_SQL = frozenset({"regressed", "fixed", "flaky", "became_invalid", "error_changed", "failed", "errored"})
@@ -106,6 +107,8 @@ class ReportView:
     causes: tuple[CauseView, ...] = ()
     unexplained: tuple[str, ...] = ()  # regressed, and no KB line their answers used was changed
     uncited: str = ""  # under "not explained": the changed files no answer cites, in Markdown (explain.py)
+    metrics: tuple[MetricRow, ...] = ()  # cost, tokens, latency, query cost, base → head (metrics_view.py)
+    metrics_line: str = ""  # the same, as one line of Markdown for the first screen
 
     @property
     def omitted(self) -> int:
@@ -197,6 +200,8 @@ def view_comparison(cmp: Comparison, *, sections: tuple[str, ...] | None = None)
         causes=cause_views(cmp),
         unexplained=cmp.unexplained,
         uncited=uncited_note(cmp),
+        metrics=(rows := metric_rows(cmp)),
+        metrics_line=metrics_line(rows),
     )
 
 

@@ -162,8 +162,15 @@ def test_llm_usage_is_in_the_summary_and_the_run_meta(shop_with_llm, pg_dsn, tmp
     out = capsys.readouterr().out
     assert "LLM fake-model: 3 request(s), 0 from the cache, 30 prompt + 15 completion tokens, $0.0600" in out
     assert "replies parsed 0 as sent, 3 repaired, 0 unusable" in out
+    # Each answer says what it cost (issue 27), and the summary sums it as the run's meta does.
+    per_case = [c.prediction.usage for c in result.cases]
+    assert all(u is not None and u.model == "fake-model" and u.llm_calls == 1 for u in per_case)
+    assert result.summary.usage is not None and result.summary.usage.tokens == 45
+    assert result.summary.usage.cost_usd == pytest.approx(0.06)
     again = run(suite, tmp_path / "v.json", pg_dsn)
     assert again.meta.llm is not None and (again.meta.llm.calls, again.meta.llm.cached_calls) == (0, 3)
+    # From the reply cache, an answer still says what producing it cost: base and head compare like for like.
+    assert [c.prediction.usage for c in again.cases] == per_case
     old = json.loads((tmp_path / "u.json").read_text())
     del old["meta"]["llm"]  # a run written before the field existed still loads
     (tmp_path / "old.json").write_text(json.dumps(old))

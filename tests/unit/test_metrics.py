@@ -1,0 +1,120 @@
+"""Evaluation metrics base against head (bot.compare.metrics) and their gates (bot.compare.gate): paired by case,
+medians and an exact interval for the median change, latency only from answers asked in the run, and a gate that
+fails only on a rise beyond its limit whose interval lies wholly above zero."""
+
+from __future__ import annotations
+
+from math import comb
+
+import pytest
+from pydantic import ValidationError
+
+from bot.base.results import CaseResult, Prediction, RunMeta, RunResult, Summary
+from bot.base.usage import AnswerUsage, QueryCost
+from bot.compare.gate import metric_reasons
+from bot.compare.metrics import compare_metrics, median_interval, metric_delta
+from bot.config.gate_settings import GateSettings
+
+
+def _coverage(n: int, k: int) -> float:
+    return 1 - 2 * sum(comb(n, i) for i in range(k)) / 2**n
+
+
+@pytest.mark.parametrize("n", [6, 7, 10, 25, 84, 419])
+def test_the_interval_of_the_median_covers_at_least_95_percent_and_is_the_narrowest_that_does(n: int) -> None:
+    diffs = list(range(n))
+    low, high = median_interval([float(d) for d in diffs]) or (None, None)
+    k = int(low) + 1  # the k-th smallest difference
+    assert high == n - k and _coverage(n, k) >= 0.95 and _coverage(n, k + 1) < 0.95
+
+
+def test_too_few_pairs_give_no_interval_and_no_gate() -> None:
+    assert median_interval([1.0] * 5) is None
+    base, head = _run([0.01] * 5), _run([0.05] * 5)
+    d = metric_delta("cost", base, head)
+    assert d is not None and d.change == pytest.approx(4.0) and not d.gated and "needs 6 cases" in d.note
+    assert metric_reasons([d], GateSettings(max_cost_increase="20%")) == []
+
+
+def _case(i: int, cost: float | None = None, latency: float | None = None, cached: bool = False, qc=None):
+    usage = AnswerUsage(cost_usd=cost, prompt_tokens=100, completion_tokens=10) if cost is not None else None
+    return CaseResult(
+        id=f"c{i}",
+        status="passed",
+        category="query",
+        prediction=Prediction(usage=usage, duration_s=latency, cached=cached),
+        query_cost=QueryCost(prediction=qc, gold=1.0) if qc is not None else None,
+    )
+
+
+def _run(costs, latencies=None, cached=False, qc=None) -> RunResult:
+    latencies = latencies or [None] * len(costs)
+    qc = qc or [None] * len(costs)
+    cases = tuple(
+        _case(i, c, t, cached, q) for i, (c, t, q) in enumerate(zip(costs, latencies, qc, strict=True))
+    )
+    return RunResult(meta=RunMeta(suite="s", suite_hash="h"), summary=Summary(), cases=cases)
+
+
+def test_a_doubled_cost_on_every_case_fails_a_20_percent_gate_naming_the_cases_that_moved_most() -> None:
+    base = _run([0.001 * (i + 1) for i in range(10)])
+    head = _run([0.002 * (i + 1) for i in range(10)])
+    d = metric_delta("cost", base, head)
+    assert d is not None and d.pairs == 10 and d.change == pytest.approx(1.0) and d.increased
+    assert [m.id for m in d.moved[:2]] == ["c9", "c8"]  # the largest rises first
+    [reason] = metric_reasons([d], GateSettings(max_cost_increase="20%"))
+    assert "median cost per case rose 100%" in reason and "c9 ($0.0100 → $0.0200)" in reason
+    assert metric_reasons([d], GateSettings(max_cost_increase="150%")) == []  # within the limit
+    assert metric_reasons([d], GateSettings()) == []  # not configured
+
+
+def test_a_rise_whose_interval_reaches_zero_never_fails() -> None:
+    base = _run([0.01] * 10)
+    head = _run(
+        [0.02, 0.02, 0.02, 0.02, 0.02, 0.02, 0.01, 0.01, 0.01, 0.01]
+    )  # the median rose; 4 cases did not
+    d = metric_delta("cost", base, head)
+    assert d is not None and d.change == pytest.approx(1.0) and not d.increased
+    assert metric_reasons([d], GateSettings(max_cost_increase="20%")) == []
+
+
+def test_latency_pairs_only_answers_asked_in_both_runs_and_is_gated_only_when_timed_together() -> None:
+    base = _run([0.01] * 8, latencies=[1.0] * 8)
+    head = _run([0.01] * 8, latencies=[2.0] * 8)
+    d = metric_delta("latency", base, head, latency_gated=True)
+    assert d is not None and d.gated and d.change == pytest.approx(1.0)
+    assert metric_reasons([d], GateSettings(max_latency_increase="20%"))
+    apart = metric_delta("latency", base, head, latency_gated=False)
+    assert apart is not None and not apart.gated and "same job" in apart.note
+    assert metric_reasons([apart], GateSettings(max_latency_increase="20%")) == []
+    cached = _run([0.01] * 8, latencies=[0.001] * 8, cached=True)
+    assert metric_delta("latency", cached, head) is None  # a cached answer's time is not this run's
+    noise = metric_delta(
+        "latency", _run([0.01] * 8, latencies=[0.010] * 8), _run([0.01] * 8, latencies=[0.03] * 8)
+    )
+    assert noise is not None and not noise.gated and "ms" in noise.note  # +200%, but 20 ms: timer noise
+
+
+def test_query_cost_is_compared_on_the_prediction_s_plan() -> None:
+    base = _run([0.01] * 8, qc=[10.0] * 8)
+    head = _run([0.01] * 8, qc=[10.0] * 6 + [400.0, 500.0])
+    d = metric_delta("query_cost", base, head)
+    assert d is not None and d.change == 0 and [m.id for m in d.moved] == ["c7", "c6"]
+    assert {m.metric for m in compare_metrics(base, head, latency_gated=False)} == {
+        "cost",
+        "tokens",
+        "query_cost",
+    }
+
+
+@pytest.mark.parametrize(
+    ("given", "read"), [("20%", 0.2), ("150%", 1.5), (0.2, 0.2), ("2.5", 2.5), (None, None)]
+)
+def test_an_increase_is_a_percentage_or_a_fraction(given, read) -> None:
+    assert GateSettings(max_cost_increase=given).max_cost_increase == read
+
+
+@pytest.mark.parametrize("given", ["-5%", "a lot", True, "20 %%"])
+def test_an_increase_that_is_not_one_is_refused(given) -> None:
+    with pytest.raises(ValidationError):
+        GateSettings(max_tokens_increase=given)
