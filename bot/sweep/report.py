@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from bot.base.results import FrozenModel, RunResult
+from bot.compare.metrics import MetricDelta, compare_metrics
 from bot.sweep.collect import SettingRun
 from bot.sweep.metrics import latency, paired, repeated
 
@@ -24,6 +25,9 @@ class VersusFirst(FrozenModel):
     discordant_first_passed: int
     discordant_this_passed: int
     mcnemar_p: float
+    # Cost, tokens, latency and query cost against the first setting, case by case: what a check compares, by
+    # the same code (bot.compare.metrics). Legs run in jobs of their own, so latency is shown, never gated.
+    metrics: tuple[MetricDelta, ...] = ()
 
 
 class SettingRow(FrozenModel):
@@ -71,7 +75,7 @@ class SweepReport(FrozenModel):
 
 def _row(item: SettingRun, first: RunResult | None) -> SettingRow:
     run, s = item.run, item.setting
-    summary, llm = run.summary, run.meta.llm
+    summary, llm, reported = run.summary, run.meta.llm, run.summary.usage
     rep = repeated(run)
     p50, p95 = latency(run)
     versus = None
@@ -86,6 +90,7 @@ def _row(item: SettingRun, first: RunResult | None) -> SettingRow:
             discordant_first_passed=pair.b,
             discordant_this_passed=pair.c,
             mcnemar_p=pair.p_value,
+            metrics=compare_metrics(first, run, latency_gated=False),
         )
     return SettingRow(
         name=s.name,
@@ -111,10 +116,11 @@ def _row(item: SettingRun, first: RunResult | None) -> SettingRow:
         agent_calls=run.meta.agent_calls,
         llm_calls=llm.calls if llm else None,
         cached_llm_calls=llm.cached_calls if llm else None,
-        prompt_tokens=llm.prompt_tokens if llm else None,
-        completion_tokens=llm.completion_tokens if llm else None,
-        tokens=llm.prompt_tokens + llm.completion_tokens if llm else None,
-        cost_usd=llm.cost_usd if llm else None,
+        # The built-in agent's own count, else what the agent reported per answer (`usage`), summed.
+        prompt_tokens=llm.prompt_tokens if llm else reported.prompt_tokens if reported else None,
+        completion_tokens=llm.completion_tokens if llm else reported.completion_tokens if reported else None,
+        tokens=llm.prompt_tokens + llm.completion_tokens if llm else reported.tokens if reported else None,
+        cost_usd=llm.cost_usd if llm else reported.cost_usd if reported else None,
         latency_p50_s=p50,
         latency_p95_s=p95,
     )

@@ -9,7 +9,7 @@ from math import comb
 import pytest
 from pydantic import ValidationError
 
-from bot.base.results import CaseResult, Prediction, RunMeta, RunResult, Summary
+from bot.base.results import CaseResult, Prediction, RunMeta, RunResult, Summary, summarize
 from bot.base.usage import AnswerUsage, QueryCost
 from bot.compare.gate import metric_reasons
 from bot.compare.metrics import compare_metrics, median_interval, metric_delta
@@ -118,3 +118,43 @@ def test_an_increase_is_a_percentage_or_a_fraction(given, read) -> None:
 def test_an_increase_that_is_not_one_is_refused(given) -> None:
     with pytest.raises(ValidationError):
         GateSettings(max_tokens_increase=given)
+
+
+def _shard(run: RunResult, index: int, count: int) -> RunResult:
+    cases = run.cases[index - 1 :: count]
+    meta = run.meta.model_copy(update={"shard": f"{index}/{count}"})
+    return RunResult(meta=meta, summary=summarize(cases), cases=cases)
+
+
+def test_shards_merge_the_usage_exactly() -> None:
+    from bot.run.merge import merge_runs
+
+    whole = _run([0.001 * (i + 1) for i in range(9)])
+    whole = RunResult(meta=whole.meta, summary=summarize(whole.cases), cases=whole.cases)
+    merged = merge_runs([(f"s{i}.json", _shard(whole, i, 3)) for i in (1, 2, 3)])
+    assert merged.summary.usage == whole.summary.usage
+    assert merged.summary.usage is not None and merged.summary.usage.cost_usd == pytest.approx(0.045)
+    assert merged.summary.usage.answers == 9 and merged.summary.usage.tokens == 9 * 110
+
+
+def test_the_sweep_report_and_the_check_compare_the_same_runs_the_same_way() -> None:
+    from bot.base.results import RunSetting
+    from bot.compare.comparison import compare_runs
+    from bot.sweep.collect import SettingRun
+    from bot.sweep.report import build_report
+
+    first = _run([0.001 * (i + 1) for i in range(8)], latencies=[1.0] * 8, qc=[5.0] * 8)
+    second = _run([0.003 * (i + 1) for i in range(8)], latencies=[1.5] * 8, qc=[5.0] * 7 + [90.0])
+    items = [
+        SettingRun(
+            RunSetting(name=name, index=i),
+            run.model_copy(update={"summary": summarize(run.cases)}),
+            (f"{name}.json",),
+        )
+        for i, (name, run) in enumerate((("a", first), ("b", second)), start=1)
+    ]
+    report = build_report(items)
+    versus = report.settings[1].versus_first
+    assert versus is not None
+    assert versus.metrics == compare_runs(first, second).metrics  # a check of the two runs, latency not gated
+    assert report.settings[1].cost_usd == pytest.approx(0.108)  # a command agent's reported usage, summed
