@@ -36,7 +36,7 @@ from bot.compare.comparable import (
 from bot.compare.deltas import RateDelta
 from bot.compare.diff import Cause
 from bot.compare.gate import gate_reasons, metric_reasons, pass_rate_floor
-from bot.compare.metrics import MetricDelta, compare_metrics
+from bot.compare.metrics import MetricDelta, compare_metrics, plan_cost_reasons
 from bot.compare.transitions import (
     TRANSITIONS,
     CaseChange,
@@ -166,6 +166,7 @@ def compare_runs(
             )
         reasons = gate_reasons(changes, overall, gate, judge_removed=membership)
         reasons += metric_reasons(metrics, gate)
+        reasons += plan_cost_reasons(base, head, gate.max_query_cost_ratio)
         verdict = "regressions" if reasons else "pass"
     return Comparison(
         verdict=verdict,

@@ -177,6 +177,34 @@ def shown(metric: Metric, value: float | None) -> str:
     return f"{value:,.1f}"
 
 
+def costlier_plans(base: RunResult, head: RunResult, ratio: float) -> list[MovedCase]:
+    """The cases whose prediction's planned cost at the head is at least `ratio` times the base's (a base cost
+    above zero), the largest ratio first."""
+    base_cost = {c.id: _query_cost(c) for c in base.cases}
+    found = [
+        MovedCase(id=c.id, base=b, head=h)
+        for c in head.cases
+        if (h := _query_cost(c)) is not None and (b := base_cost.get(c.id)) and h >= ratio * b
+    ]
+    return sorted(found, key=lambda m: (-m.head / m.base, m.id))
+
+
+def plan_cost_reasons(base: RunResult, head: RunResult, ratio: float | None) -> list[str]:
+    """The gate's `max_query_cost_ratio`: one reason naming the cases whose plan became that much costlier."""
+    found = costlier_plans(base, head, ratio) if ratio is not None else []
+    if not found:
+        return []
+    named = ", ".join(
+        f"{m.id} ({shown('query_cost', m.base)} → {shown('query_cost', m.head)}, {m.head / m.base:.0f}x)"
+        for m in found[:MOVED_SHOWN]
+    )
+    more = f" and {len(found) - MOVED_SHOWN} more" if len(found) > MOVED_SHOWN else ""
+    return [
+        f"{len(found)} case(s) answer through a plan at least {ratio:g}x as costly as the base's answer "
+        f"(the planner's estimate; gate.max_query_cost_ratio): {named}{more}"
+    ]
+
+
 def compare_metrics(base: RunResult, head: RunResult, *, latency_gated: bool) -> tuple[MetricDelta, ...]:
     """Every metric both runs measured on at least one common case, in METRICS order."""
     found = (metric_delta(m, base, head, latency_gated=latency_gated) for m in METRICS)

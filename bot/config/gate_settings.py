@@ -89,3 +89,6 @@ class GateSettings(FrozenModel):
     max_tokens_increase: Increase = None
     max_latency_increase: Increase = None
     max_query_cost_increase: Increase = None
+    # A case whose prediction's plan costs this many times the base's (planner estimates) fails the gate, named,
+    # whatever the median does: one query that now scans a whole table is worth a look. None: not gated.
+    max_query_cost_ratio: float | None = Field(default=None, ge=1)

@@ -158,3 +158,18 @@ def test_the_sweep_report_and_the_check_compare_the_same_runs_the_same_way() -> 
     assert versus is not None
     assert versus.metrics == compare_runs(first, second).metrics  # a check of the two runs, latency not gated
     assert report.settings[1].cost_usd == pytest.approx(0.108)  # a command agent's reported usage, summed
+
+
+def test_a_few_answers_through_a_plan_ten_times_costlier_are_named_and_gated_when_asked() -> None:
+    from bot.compare.comparison import compare_runs
+
+    base = _run([0.01] * 8, qc=[10.0] * 8)
+    head = _run([0.01] * 8, qc=[10.0] * 6 + [150.0, 100.0])  # the same rows; two plans 10x-15x the base's
+    plain = compare_runs(base, head)
+    assert plain.verdict == "pass"  # the median did not move: nothing configured fails
+    query = next(d for d in plain.metrics if d.metric == "query_cost")
+    assert [m.id for m in query.moved] == ["c6", "c7"]  # named all the same
+    gated = compare_runs(base, head, gate=GateSettings(max_query_cost_ratio=10))
+    [reason] = gated.reasons
+    assert gated.verdict == "regressions" and "2 case(s)" in reason and "c6 (10.0 → 150.0, 15x)" in reason
+    assert compare_runs(base, head, gate=GateSettings(max_query_cost_ratio=20)).verdict == "pass"
