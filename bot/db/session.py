@@ -18,6 +18,7 @@ import psycopg2.extensions
 from bot.base.results import ResultSet
 from bot.db.guards import BYTE_CAP, BYTE_CAP_SQLSTATE, one_query
 from bot.db.outcome import ConnectionLost, Outcome, byte_cap_reason, error_outcome, first_line
+from bot.db.plans import PlanMemo, plan_estimate
 from bot.db.scratch_exec import scratch_execute
 from bot.db.watchdog import WATCHDOG_GRACE_S, Watchdog
 
@@ -62,8 +63,10 @@ class Session:
         row_cap: int,
         direct: bool = False,
         byte_cap: int = BYTE_CAP,
+        plans: PlanMemo | None = None,
     ) -> None:
         self.dsn = dsn
+        self.plans = plans  # the run's memo of estimates on this database's template (bot/run/query_cost.py)
         self.byte_cap = byte_cap
         self.direct = direct
         self._pending = ""
@@ -249,6 +252,12 @@ class Session:
 
     def explain_cost(self, sql: str) -> tuple[float | None, str | None]:
         """Total cost of the plan (EXPLAIN without ANALYZE: nothing runs), or the error."""
+        cost, _, error = self.explain_plan(sql)
+        return cost, error
+
+    def explain_plan(self, sql: str) -> tuple[float | None, float | None, str | None]:
+        """The plan's total cost and the rows its relation scans read (db/plans.py; EXPLAIN without ANALYZE:
+        nothing runs), or the error."""
         holder: list[Any] = []
         prefix = self.take_pending()
 
@@ -260,10 +269,10 @@ class Session:
 
         out = self.guarded(go)
         if not out.ok:
-            return None, out.error
+            return None, None, out.error
         plan = holder[0]
-        plan = json.loads(plan) if isinstance(plan, str) else plan
-        return float(plan[0]["Plan"]["Total Cost"]), None
+        estimate = plan_estimate(json.loads(plan) if isinstance(plan, str) else plan)
+        return estimate.cost, estimate.rows, None
 
     def in_transaction(self) -> bool:
         return self.conn.info.transaction_status in (

@@ -27,6 +27,7 @@ def _combine_alternatives(evs: list[Evaluation]) -> Evaluation:
                 reason=f"gold alternative #{i + 1}: {ev.reason}",
                 error_class=ev.error_class,
                 alternative=i,
+                query_cost=ev.query_cost,
             )
     return evs[0]
 
@@ -68,9 +69,10 @@ def judge_answer(
     except ConnectionLost:
         session.reset()  # one retry on a fresh connection, then the run stops
         evs = [evaluate_case(case, s, session, options=options, scratch=scratch) for s in sqls]
-    # Each SQL on the copies against the gold alternative it matched (`perturb` is 0 but for query cases).
+    # Each SQL on the copies against the gold alternative it matched (`perturb` is 0 but for query cases); a
+    # pass turned coincidental keeps the query's cost.
     evs = [
-        with_perturbation(e, case, s, session, options, copies, perturb)
+        replace(with_perturbation(e, case, s, session, options, copies, perturb), query_cost=e.query_cost)
         for e, s in zip(evs, sqls, strict=True)
     ]
     ev = _combine_alternatives(evs) if len(evs) > 1 else evs[0]

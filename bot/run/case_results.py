@@ -66,6 +66,7 @@ def case_result(
         answer_key=answer_key,
         case_hash=case_content_hash(case),
         judge_hash=judged_by,
+        query_cost=ev.query_cost if ev else None,
     )
     if ev is None:
         return CaseResult(

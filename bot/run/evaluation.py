@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from bot.base.results import Status, Verdict
+from bot.base.usage import QueryCost
 from bot.db.session import Session
 from bot.db.statements import UnsafeSQL
 
@@ -23,6 +24,7 @@ class Evaluation:
     error_class: str | None = None
     alternative: int | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    query_cost: QueryCost | None = None  # a query case whose prediction ran: the planner's estimates
 
 
 class GoldFailed(Exception):

@@ -16,13 +16,17 @@ from bot.db.templates import Database
 from bot.run.case_judge import JudgeFn, JudgeTools, judge_answer
 from bot.run.evaluation import Evaluation
 from bot.run.perturbed import Copies
+from bot.run.query_cost import CostMemo
 
 
 class Workers:
-    """Per-thread sessions to each working database."""
+    """Per-thread sessions to each working database (each with the run's memo of query costs on its template)."""
 
-    def __init__(self, dbs: dict[str, Database], *, timeout_ms: int, row_cap: int) -> None:
+    def __init__(
+        self, dbs: dict[str, Database], *, timeout_ms: int, row_cap: int, costs: CostMemo | None = None
+    ) -> None:
         self.dbs = dbs
+        self.costs = costs
         self.timeout_ms = timeout_ms
         self.row_cap = row_cap
         self._local = threading.local()
@@ -34,7 +38,9 @@ class Workers:
         if sessions is None:
             sessions = self._local.sessions = {}
         if db not in sessions:
-            s = Session(self.dbs[db].dsn, statement_timeout_ms=self.timeout_ms, row_cap=self.row_cap)
+            database = self.dbs[db]
+            plans = self.costs.on(database.template) if self.costs is not None else None
+            s = Session(database.dsn, statement_timeout_ms=self.timeout_ms, row_cap=self.row_cap, plans=plans)
             sessions[db] = s
             with self._lock:
                 self._all.append(s)
@@ -60,9 +66,10 @@ class Judge:
         structural: bool,
         llm_judge: JudgeFn | None,
         perturb: int | None,
+        costs: CostMemo | None = None,
     ) -> None:
         self.perturb = perturb
-        self.workers = Workers(dbs, timeout_ms=timeout_ms, row_cap=row_cap)
+        self.workers = Workers(dbs, timeout_ms=timeout_ms, row_cap=row_cap, costs=costs)
         scratch = scratch_factory(server, dbs, timeout_ms=timeout_ms, row_cap=row_cap)
         self.tools = JudgeTools(scratch, structural=structural, llm_judge=llm_judge, copies=copies)
 

@@ -1,15 +1,19 @@
 """Evaluating a query case: the gold alternatives and the prediction in one read-only repeatable-read
-transaction, rolled back; the order check on the gold's ORDER BY key (ties found by probe queries)."""
+transaction, rolled back; the order check on the gold's ORDER BY key (ties found by probe queries); the planner's
+estimates of a prediction that ran and of its gold (bot/run/query_cost.py)."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from bot.base.results import ResultSet, Verdict
+from bot.base.usage import QueryCost
 from bot.cases.model import Case, CompareOptions
 from bot.db.session import Outcome, Session
 from bot.db.statements import UnsafeSQL, refuse_empty
 from bot.run.evaluation import Evaluation, GoldFailed, as_invalid, as_refused, from_verdict
+from bot.run.query_cost import query_cost
 from bot.scoring.execution import error_verdict, judge_results, wants_order
 from bot.scoring.order import key_positions, with_limit, with_order_keys, without_distinct
 from bot.scoring.samples import with_samples
@@ -200,9 +204,26 @@ def evaluate_query(case: Case, pred_sql: str, session: Session, *, options: Comp
                 if not gold.ok
                 else as_refused("execution", refused)
             )
-        verdicts, _ = _compare_alternatives(case, session, pred_text, options)
+        verdicts, pred = _compare_alternatives(case, session, pred_text, options)
+        cost = _query_cost(case, session, verdicts["execution"], pred, pred_text, options)
     except GoldFailed as exc:
         return as_invalid(f"the gold failed: {exc}")
     finally:
         session.rollback()
-    return from_verdict("execution", verdicts)
+    return replace(from_verdict("execution", verdicts), query_cost=cost)
+
+
+def _query_cost(
+    case: Case,
+    session: Session,
+    verdict: Verdict,
+    pred: Outcome | None,
+    pred_text: str,
+    options: CompareOptions,
+) -> QueryCost | None:
+    """A query case's prediction that ran, and the gold alternative it was judged against (bot/run/query_cost.py):
+    their estimates, in the case's transaction. None for other categories (an efficiency case has its own)."""
+    if case.category != "query" or pred is None or not pred.ok:
+        return None
+    gold_sql = case.gold_sql[verdict.details.get("alternative") or 0]
+    return query_cost(session, as_compared(gold_sql, options), as_compared(pred_text, options))

@@ -31,6 +31,7 @@ from bot.run.case_judge import JudgeFn
 from bot.run.case_results import case_result, combine_attempts, judge_hash
 from bot.run.judging import Judge
 from bot.run.perturb_setup import copies_wanted, perturbed_copies
+from bot.run.query_cost import CostMemo
 from bot.scoring.execution import resolve_options
 
 SAVE_EVERY_S = 5.0
@@ -51,6 +52,7 @@ class RunOptions:
     repeats: int = 1  # `--repeat K`: answers per case
     perturb: int | None = None  # `--perturb K` (a case's own `perturb` wins; bot/run/perturbed.py)
     perturb_rankings: Path | None = None  # where each gold's ranking of its perturbed copies is kept
+    query_costs: Path | None = None  # where the planner's estimates are kept (bot/run/query_cost.py)
     shard: str | None = None  # "I/N": recorded in meta; the caller selects the shard's cases
     agent_fingerprint: str = ""
     kb_fingerprint: str = ""
@@ -168,6 +170,7 @@ def run_suite(
     progress: Progress | None = None,
 ) -> RunResult:
     run = _SuiteRun(suite, cases, agent, server, opts)
+    costs = CostMemo(opts.query_costs)
     used_dbs = {c.db: suite.databases[c.db] for c in cases}
     with (
         working_databases(server, used_dbs) as dbs,
@@ -192,6 +195,7 @@ def run_suite(
             structural=opts.structural,
             llm_judge=opts.judge,
             perturb=opts.perturb,
+            costs=costs,
         )
         try:
             _each(cases, opts.jobs, lambda i, case: run.one(i, case, judge, progress))
@@ -206,6 +210,7 @@ def run_suite(
         finally:
             judge.workers.close()
             agent.close()
+            costs.save()
     result = run.make(True)
     if opts.out:
         write_run(opts.out, result)

@@ -216,6 +216,7 @@ def run_options(
         repeats=req.repeat,
         perturb=req.perturb if req.perturb is not None else config.perturb,
         perturb_rankings=settings.cache_dir / "perturb-rankings.json",
+        query_costs=settings.cache_dir / "query-costs.json",
         shard=shard,
         agent_fingerprint=agent_fp or "",
         kb_fingerprint=kb_fp,
