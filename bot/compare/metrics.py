@@ -165,7 +165,7 @@ NAMES: dict[Metric, str] = {
 
 
 def shown(metric: Metric, value: float | None) -> str:
-    """A value of `metric` as people read it: $0.0021, 1,234 tokens, 1.23 s, 123.4."""
+    """A value of `metric` as people read it: $0.0021, 1,234 tokens, 870 ms or 1.23 s, 123.4."""
     if value is None:
         return "n/a"
     if metric == "cost":
@@ -173,7 +173,7 @@ def shown(metric: Metric, value: float | None) -> str:
     if metric == "tokens":
         return f"{value:,.0f}"
     if metric == "latency":
-        return f"{value:.2f} s"
+        return f"{value * 1000:.0f} ms" if abs(value) < 1 else f"{value:.2f} s"
     return f"{value:,.1f}"
 
 
