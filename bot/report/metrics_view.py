@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import cast
 
-from bot.compare.comparison import Comparison
+from bot.compare.comparison import Comparison, GateSettings
 from bot.compare.gate import metric_reasons
 from bot.compare.metrics import Metric, MetricDelta, shown
 
@@ -42,7 +42,8 @@ def _signed(metric: str, value: float | None) -> str:
     return ("+" if value > 0 else "-" if value < 0 else "±") + text
 
 
-def metric_row(d: MetricDelta, cmp: Comparison) -> MetricRow:
+def metric_row(d: MetricDelta, gate: GateSettings | None) -> MetricRow:
+    """`d` as the reports show it; `gate` (None: none applies, as in a sweep) marks a metric that failed it."""
     m = d.metric
     from_zero = "new" if (d.head_median or 0) > 0 else ""
     change = f"{d.change:+.0%}" if d.change is not None else from_zero
@@ -61,13 +62,18 @@ def metric_row(d: MetricDelta, cmp: Comparison) -> MetricRow:
         p95=f"p95 {shown(m, d.base_p95)} → {shown(m, d.head_p95)}",
         total=f"total {shown(m, d.base_total)} → {shown(m, d.head_total)} over {d.pairs} case(s)",
         note=d.note,
-        failed=bool(metric_reasons([d], cmp.gate)),
+        failed=bool(metric_reasons([d], gate)) if gate is not None else False,
         moved=tuple((c.id, shown(m, c.base), shown(m, c.head)) for c in d.moved),
     )
 
 
 def metric_rows(cmp: Comparison) -> tuple[MetricRow, ...]:
-    return tuple(metric_row(d, cmp) for d in cmp.metrics)
+    return tuple(metric_row(d, cmp.gate) for d in cmp.metrics)
+
+
+def metrics_text(deltas: tuple[MetricDelta, ...]) -> str:
+    """The metrics line of deltas no gate applies to (a sweep's setting against the first)."""
+    return metrics_line(tuple(metric_row(d, None) for d in deltas))
 
 
 def metrics_line(rows: tuple[MetricRow, ...]) -> str:

@@ -13,6 +13,7 @@ from bot.base.templating import tidy_markdown
 from bot.base.textfilters import pct
 from bot.report import charts
 from bot.report.environment import environment
+from bot.report.metrics_view import metrics_text
 from bot.sweep.report import SettingRow, SweepReport
 
 SUMMARY_LIMIT = 1_048_576  # bytes in a GitHub job summary
@@ -40,7 +41,13 @@ def p_value(value: float | None) -> str:
 
 
 def _helpers() -> dict[str, Callable]:
-    return {"seconds": seconds, "dollars": dollars, "count": count, "p_value": p_value}
+    return {
+        "seconds": seconds,
+        "dollars": dollars,
+        "count": count,
+        "p_value": p_value,
+        "metrics_text": metrics_text,
+    }
 
 
 def render_markdown(report: SweepReport, *, ids: bool = True, tags: bool = True) -> str:

@@ -158,6 +158,12 @@ def test_the_sweep_report_and_the_check_compare_the_same_runs_the_same_way() -> 
     assert versus is not None
     assert versus.metrics == compare_runs(first, second).metrics  # a check of the two runs, latency not gated
     assert report.settings[1].cost_usd == pytest.approx(0.108)  # a command agent's reported usage, summed
+    from bot.sweep.render import render_markdown
+
+    text = render_markdown(report)
+    assert "### Cost, tokens, latency and query cost against `a`" in text
+    assert "- `b`: cost/case $0.0045 → $0.0135 (+200%, 95% CI +$0.0020 to +$0.0160)" in text
+    assert "latency p50 1.00 s → 1.50 s (+50%, 95% CI +500 ms to +500 ms), not gated" in text
 
 
 def test_a_few_answers_through_a_plan_ten_times_costlier_are_named_and_gated_when_asked() -> None:
