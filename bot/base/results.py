@@ -18,7 +18,7 @@ from pydantic import (
 
 from bot.base.errors import ResultFileError
 from bot.base.frozen import FrozenModel
-from bot.base.usage import AnswerUsage, QueryCost, UsageTotals, total_usage
+from bot.base.usage import AnswerUsage, LLMUsage, QueryCost, UsageTotals, total_usage
 
 SCHEMA_VERSION = 1
 # Bumped whenever a scorer's decision rules change: runs scored by different versions are not comparable.
@@ -159,9 +159,8 @@ class Counts(FrozenModel):
 class Summary(Counts):
     by_tag: dict[str, Counts] = Field(default_factory=dict)
     by_category: dict[str, Counts] = Field(default_factory=dict)
-    usage: UsageTotals | None = (
-        None  # the answers' reported usage, summed; not written when no answer had any
-    )
+    # The answers' reported usage, summed (bot.base.usage); not written when no answer had any.
+    usage: UsageTotals | None = None
 
     @model_serializer(mode="wrap")
     def _without_empty_usage(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -169,22 +168,6 @@ class Summary(Counts):
         if isinstance(data, dict) and data.get("usage") is None:
             data.pop("usage", None)
         return data
-
-
-class LLMUsage(FrozenModel):
-    """What a run's LLM calls cost (the `llm` agent): requests sent (retries and re-asks included), replies
-    served from the cache, tokens, estimated cost (None: the model has no price in `llm.prices`), and how the
-    replies parsed (as sent, repaired from fences or prose, unusable)."""
-
-    model: str = ""
-    calls: int = 0
-    cached_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float | None = 0.0
-    parse_ok: int = 0
-    parse_repaired: int = 0
-    parse_failed: int = 0
 
 
 class RunSetting(FrozenModel):

@@ -6,7 +6,8 @@
 - `QueryCost`: the planner's estimate for a query case whose prediction ran (EXPLAIN, nothing runs): the plan's
   total cost and the rows its scans read, of the prediction and of the gold.
 - `UsageTotals`: a run's sums (over the answers that reported them), as its summary keeps them; shards merge by
-  summing their cases again."""
+  summing their cases again.
+- `LLMUsage`: what the LLM calls of a run's built-in agent or judge cost, as the LLM client counted them."""
 
 from __future__ import annotations
 
@@ -52,6 +53,22 @@ class UsageTotals(FrozenModel):
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+
+class LLMUsage(FrozenModel):
+    """What a run's LLM calls cost (the `llm` agent, and the `--llm-judge`): requests sent (retries and re-asks
+    included), replies served from the cache, tokens, estimated cost (None: the model has no price in
+    `llm.prices`), and how the replies parsed (as sent, repaired from fences or prose, unusable)."""
+
+    model: str = ""
+    calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0
+    parse_ok: int = 0
+    parse_repaired: int = 0
+    parse_failed: int = 0
 
 
 def total_usage(usages: Iterable[AnswerUsage | None]) -> UsageTotals | None:
