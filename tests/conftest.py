@@ -113,6 +113,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(holder, ignore_errors=True)
     runtime = os.environ.get(reachable_python.HOLDER_VARIABLE)
     if runtime and AS_ROOT and not hasattr(config, "workerinput"):
+        reachable_python.stop_programs_of(
+            Path(runtime)
+        )  # the embedded server it started, before its files go
         shutil.rmtree(runtime, ignore_errors=True)
 
 

@@ -31,6 +31,7 @@ class MetricRow:
     p95: str  # "p95 1.20 s → 1.31 s"
     total: str  # "total $0.18 → $0.29 over 84 cases"
     note: str  # why the metric is not gated, if it is not
+    gated: bool  # the gate may judge it (bot.compare.metrics.MetricDelta.gated)
     failed: bool  # the gate failed on this metric
     moved: tuple[tuple[str, str, str], ...]  # (case id, base, head), largest rise first
 
@@ -62,6 +63,7 @@ def metric_row(d: MetricDelta, gate: GateSettings | None) -> MetricRow:
         p95=f"p95 {shown(m, d.base_p95)} → {shown(m, d.head_p95)}",
         total=f"total {shown(m, d.base_total)} → {shown(m, d.head_total)} over {d.pairs} case(s)",
         note=d.note,
+        gated=d.gated,
         failed=bool(metric_reasons([d], gate)) if gate is not None else False,
         moved=tuple((c.id, shown(m, c.base), shown(m, c.head)) for c in d.moved),
     )
@@ -74,6 +76,13 @@ def metric_rows(cmp: Comparison) -> tuple[MetricRow, ...]:
 def metrics_text(deltas: tuple[MetricDelta, ...]) -> str:
     """The metrics line of deltas no gate applies to (a sweep's setting against the first)."""
     return metrics_line(tuple(metric_row(d, None) for d in deltas))
+
+
+def comment_rows(rows: tuple[MetricRow, ...]) -> tuple[MetricRow, ...]:
+    """What the first screen shows: every measure but a latency the gate may not judge (timed in other jobs, or
+    within the timer's noise). A re-run of the same event then shows the same line, and the sticky comment is
+    left alone; the job summary and the HTML report show every measure with its note."""
+    return tuple(r for r in rows if r.metric != "latency" or r.gated)
 
 
 def metrics_line(rows: tuple[MetricRow, ...]) -> str:

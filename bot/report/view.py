@@ -10,7 +10,7 @@ from typing import Literal
 from bot.base.results import STATUSES, Counts, RunMeta, RunResult
 from bot.compare.comparison import TRANSITIONS, Comparison, RateDelta
 from bot.report.explain import CauseView, cause_views, refer_to_named, uncited_note
-from bot.report.metrics_view import MetricRow, metric_rows, metrics_line
+from bot.report.metrics_view import MetricRow, comment_rows, metric_rows, metrics_line
 from bot.report.rows import CaseRow, row_from_case, row_from_change, rows_from_comparison
 
 WITH_SQL = frozenset({"regressed", "fixed", "flaky", "became_invalid", "error_changed", "failed", "errored"})
@@ -201,7 +201,7 @@ def view_comparison(cmp: Comparison, *, sections: tuple[str, ...] | None = None)
         unexplained=cmp.unexplained,
         uncited=uncited_note(cmp),
         metrics=(rows := metric_rows(cmp)),
-        metrics_line=metrics_line(rows),
+        metrics_line=metrics_line(comment_rows(rows)),
     )
 
 

@@ -21,7 +21,7 @@ from bot.cases.sqlparse import remembered
 from bot.config.model import find_config
 from bot.run.request import RunRequest
 from bot.run.rerun import FirstFailure, RunInterrupted, Stopper, last_failed_request, merged_over
-from bot.run.reuse import cached_head_run, head_run_key, keep_head_run
+from bot.run.reuse import cached_head_run, head_run_key, keep_head_run, may_reuse
 from bot.run.runner import run_suite
 from bot.run.server import provision_server
 from bot.run.setup import choose_agent, run_options, suite_and_cases, suite_loader
@@ -58,23 +58,27 @@ def evaluate_request(
         suite, cases = suite_and_cases(req, config, load=suite_loader(req))
     choice = choose_agent(req, config, cwd=str(req.folder))
     opts = run_options(req, config, choice, suite, settings, out=out)
-    server = provision_server(req.dsn, config, settings, req.postgres)
-    key = head_run_key(
-        req, config, suite, cases, opts, server, spec=choice.spec, agent_timeout=choice.timeout_s
-    )
-    reused = cached_head_run(key, settings)
-    if reused is not None:  # the head's tree, config, suite and fixtures as another check judged them
-        write_run(out, reused[0])
-        say(
-            f"sqlcanary: suite {suite.name}: {len(cases)} case(s): the run of this same tree is reused from "
-            f"{reused[1]} (nothing that decides a verdict changed; SQLCANARY_ANSWER_CACHE=off judges again)"
+    server, key = None, None
+    if may_reuse(req, config, opts):  # a check's head: its whole run may be in the cache (bot.run.reuse)
+        server = provision_server(req.dsn, config, settings, req.postgres)
+        key = head_run_key(
+            req, config, suite, cases, opts, server, spec=choice.spec, agent_timeout=choice.timeout_s
         )
-        return Evaluated(run=reused[0], out=out)
+        reused = cached_head_run(key, settings)
+        if reused is not None:  # the head's tree, config, suite and fixtures as another check judged them
+            write_run(out, reused[0])
+            say(
+                f"sqlcanary: suite {suite.name}: {len(cases)} case(s): the run of this same tree is reused "
+                f"from {reused[1]} (nothing that decides a verdict changed; SQLCANARY_ANSWER_CACHE=off judges "
+                "again)"
+            )
+            return Evaluated(run=reused[0], out=out)
     started = sandboxed_start(
         choice.spec, lambda box: choice.start(settings, box), policy=req.sandbox_policy, warn=_warn
     )
-    with started as (agent, isolation):
+    with started as (agent, isolation):  # an agent that cannot start is said before any database error
         opts = replace(opts, sandbox=isolation)
+        server = server or provision_server(req.dsn, config, settings, req.postgres)
         shard = f" in shard {opts.shard}" if opts.shard else ""
         boxed = f", agent sandbox {opts.sandbox}" if opts.sandbox else ""
         say(

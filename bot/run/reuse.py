@@ -44,6 +44,21 @@ class HeadRunKey:
         )
 
 
+def may_reuse(req: RunRequest, config: Config, opts: RunOptions) -> bool:
+    """Whether this run is a check's head whose whole run may come from the cache (before anything is started:
+    a run that may not looks at no cache and keeps its order, the agent started before the database)."""
+    return not (
+        req.side != "head"
+        or opts.answer_cache is None
+        or not opts.agent_fingerprint
+        or not config.cache.runs
+        or req.last_failed
+        or req.exitfirst
+        or opts.shard
+        or opts.judge is not None
+    )
+
+
 def head_run_key(
     req: RunRequest,
     config: Config,
@@ -56,16 +71,7 @@ def head_run_key(
     agent_timeout: float | None,
 ) -> HeadRunKey | None:
     """The key of this head run, or None when it must be judged again whatever the cache holds."""
-    if (
-        req.side != "head"
-        or opts.answer_cache is None
-        or not opts.agent_fingerprint
-        or not config.cache.runs
-        or req.last_failed
-        or req.exitfirst
-        or opts.shard
-        or opts.judge is not None
-    ):
+    if not may_reuse(req, config, opts):
         return None
     used = sorted({c.db for c in cases})
     key = run_cache_key(

@@ -97,7 +97,10 @@ def test_a_head_that_doubles_the_cost_of_every_answer_fails_the_cost_gate(repo, 
     assert any("median tokens per case rose 100%" in r for r in cmp.reasons)
     comment = (tmp_path / "out" / "comment.md").read_text()
     assert "cost/case $0.0022 → $0.0044 (+100%, 95% CI +$0.0021 to +$0.0026)" in comment
-    assert "tokens/case" in comment and "latency p50" in comment
+    assert "tokens/case" in comment
+    # Latency within the timer's noise is left off the first screen (a re-run then leaves the comment alone);
+    # the HTML report shows it with its note.
+    assert "latency p50" not in comment and "latency p50" in (tmp_path / "out" / "report.html").read_text()
 
 
 def test_an_unchanged_head_passes_and_latency_noise_never_fails(repo, pg_dsn, tmp_path):

