@@ -115,7 +115,7 @@ def test_what_the_session_started_from_the_copy_is_stopped_before_the_copy_goes(
     )
     other = subprocess.Popen(["/bin/sleep", "302"])
     try:
-        for _ in range(100):  # the shell has exec'd the copy's program
+        for _ in range(500):  # the shell has exec'd the copy's program
             if os.readlink(f"/proc/{server.pid}/exe").startswith(str(holder)):
                 break
             time.sleep(0.02)

@@ -208,6 +208,9 @@ def stop_programs_of(holder: Path, *, timeout: float = 30.0) -> list[int]:
     for pid in [*tops, *map(int, _programs_of(holder))]:  # and whatever outlived its parent
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while _programs_of(holder) and time.monotonic() < deadline:  # a killed process is gone a moment later
+        time.sleep(0.02)
     return tops
 
 
