@@ -19,6 +19,7 @@ from bot.check.apart import read_reply
 from bot.check.child import child_environment
 from bot.config.model import AgentConfig, Config
 from bot.db.provision import Server
+from tests.support.suites import one_case_suite
 
 SECRETS = {
     "GITHUB_TOKEN": "ghs_0123456789abcdef",
@@ -89,19 +90,9 @@ def test_the_request_travels_as_json_and_comes_back_the_same_request(tmp_path: P
     """No pickle between the two processes: the child rebuilds the request from validated JSON."""
     from bot.attribution.causal import CauseRequest
     from bot.attribution.head_agent import AgentSetup
-    from bot.cases.model import Case, Suite, SuiteSettings
     from bot.compare.diff import FileDiff, Hunk
 
-    suite = Suite(
-        name="s",
-        root=tmp_path,
-        databases={"shop": (tmp_path / "shop.sql",)},
-        settings=SuiteSettings(),
-        cases=(Case(id="revenue", question="Revenue?", db="shop", gold_sql=("SELECT 1",)),),
-        content_hash="h",
-        files=(tmp_path / "suite.yml",),
-        location=tmp_path,
-    )
+    suite = one_case_suite(tmp_path)
     diff = (FileDiff(path="kb/m.yaml", hunks=(Hunk(old_start=3, old_count=1, new_start=3, new_count=1),)),)
     agent = AgentSetup(spec="command:python agent.py", base_dir=str(tmp_path), timeout_s=9.0)
     req = CauseRequest(

@@ -9,7 +9,6 @@ from types import MappingProxyType, SimpleNamespace
 
 from bot.base.settings import Settings
 from bot.cases import loader
-from bot.cases.model import Case, Suite, SuiteSettings
 from bot.cases.suite_doc import SuiteDoc
 from bot.check import repair_child
 from bot.config.model import Config, KBConfig
@@ -17,22 +16,14 @@ from bot.db.provision import Server
 from bot.modes import repair
 from bot.repair.outcome import RepairOutcome
 from bot.run import server as run_server
+from tests.support.suites import one_case_suite
 
 
 def test_the_repair_takes_the_suite_the_check_read(tmp_path: Path, monkeypatch):
     (tmp_path / "kb").mkdir()
     (tmp_path / "kb" / "m.yaml").write_text("revenue: SELECT 1\n")
     config = Config(base_dir=str(tmp_path), suite="suite.yml", kb=KBConfig(paths=("kb/*.yaml",)))
-    suite = Suite(  # the check's: passed on as it is, never read again
-        name="s",
-        root=tmp_path,
-        databases={"shop": (tmp_path / "shop.sql",)},
-        settings=SuiteSettings(),
-        cases=(Case(id="revenue", question="Revenue?", db="shop", gold_sql=("SELECT 1",)),),
-        content_hash="h",
-        files=(tmp_path / "suite.yml",),
-        location=tmp_path,
-    )
+    suite = one_case_suite(tmp_path)  # the check's: passed on as it is, never read again
     asked: list[object] = []
 
     def parse_again(location):
