@@ -152,7 +152,7 @@ def main() -> int:
         suite = load_suite(Path(tmp) / "defog")
         cases = list(suite.cases)
         server = provision(dsn=args.dsn, cache_dir=Settings.from_environ(os.environ).embedded_dir)
-        with working_databases(server, suite.databases) as dbs:
+        with working_databases(server, {db: suite.fixtures(db) for db in suite.databases}) as dbs:
             dsns = {k: v.dsn for k, v in dbs.items()}
             floor(cases, dsns), ours(cases, dsns, suite)  # warm caches
             f = statistics.median(floor(cases, dsns) for _ in range(args.rounds))

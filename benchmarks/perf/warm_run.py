@@ -82,7 +82,9 @@ def main() -> int:
         suite = load_suite(root / "defog")
         cases = [{"db": c.db, "sql": c.gold_sql[0]} for c in suite.cases]
         (root / "cases.json").write_text(json.dumps(cases))
-        with working_databases(server, suite.databases) as dbs:  # the bare harness's own copies, for the run
+        with working_databases(
+            server, {db: suite.fixtures(db) for db in suite.databases}
+        ) as dbs:  # the bare harness's own copies, for the run
             (root / "dsns.json").write_text(json.dumps({k: v.dsn for k, v in dbs.items()}))
             runs = {"bare": [sys.executable, "-c", BARE, str(root / "cases.json"), str(root / "dsns.json")]}
             trees = {"after": REPO}

@@ -14,7 +14,7 @@ from bot.agents.sandbox import Sandbox
 from bot.base.secrets import scrub, scrub_optional
 from bot.base.settings import Settings
 from bot.base.usage import AnswerUsage
-from bot.cases.model import Case
+from bot.cases.model import Case, Suite
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,9 @@ class AgentContext:
     # When sqlcanary runs as root: the unprivileged user every process of the agent runs as (a `python:` agent
     # then runs in a host process of its own, bot.agents.pyboxed). None: as today, in sqlcanary's own user.
     sandbox: Sandbox | None = field(default=None, repr=False)
+    # The suite the run evaluates, as it was read (in a check's head, by its reader): the built-in `llm` agent
+    # describes a case's database from its fixtures, never by reading the suite's files again.
+    suite: Suite | None = field(default=None, repr=False)
 
 
 class AgentAdapter(Protocol):

@@ -105,14 +105,16 @@ class LLMAgent:
             return p.read_text(encoding="utf-8")
         if (dsn := _per_db(opts.get("dsn"), db)) is not None:
             return describe_live(dsn)
-        if self.config.suite:
+        if self.ctx.suite is not None:  # the run's suite, as read once (a check's head: by its reader)
+            return describe_fixture(self.ctx.suite.fixtures(db)) if db in self.ctx.suite.databases else ""
+        if self.config.suite:  # the agent asked on its own (`sqlcanary llm`, a test): the config's suite
             from bot.cases.loader import load_suite
 
             try:
                 suite = load_suite(self.config.path(self.config.suite))
             except SqlcanaryError:
                 return ""
-            return describe_fixture(suite.databases.get(db, ()))
+            return describe_fixture(suite.fixtures(db)) if db in suite.databases else ""
         return ""
 
     # ---- prompt and answer -----------------------------------------------------------------------------------

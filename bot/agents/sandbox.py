@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+import bot
 from bot.agents import reach
 from bot.agents.leftovers import remove_leftovers
 from bot.agents.user_ids import claim_free_id, processes_by_user
@@ -149,6 +150,16 @@ class Sandbox:
     def check_reachable(self, path: Path, *, what: str, read: bool = True, execute: bool = False) -> None:
         """AgentError (exit 2) when this sandbox's user cannot reach `path` (bot.agents.reach)."""
         reach.check_reachable(path, who=self.describe(), what=what, read=read, execute=execute)
+
+    def reaches_sqlcanary(self) -> bool:
+        """Whether this sandbox's user can start this Python and import this sqlcanary (a child of sqlcanary's
+        own run as it: the head's reader, the fixture loader). Not in a dev container's 0700 /root."""
+        try:
+            self.check_reachable(Path(sys.executable), what="this Python", execute=True)
+            self.check_reachable(Path(bot.__file__).parent, what="sqlcanary")
+        except reach.Unreachable:
+            return False
+        return True
 
     def check_command(self, argv: list[str], base_dir: str, env: Mapping[str, str] | None) -> None:
         """The agent's folder, its program and the files its arguments name must be reachable by the user."""

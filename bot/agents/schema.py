@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from pathlib import Path
+
+from bot.base.errors import CaseFileError
+from bot.base.fixture_files import FixtureFile
 
 _LIVE = """
 SELECT c.relname, c.relkind, obj_description(c.oid, 'pg_class'), a.attname,
@@ -62,7 +64,7 @@ def _bare(name: str) -> str:
     return name.split(".")[-1].strip('"')
 
 
-def describe_fixture(files: Iterable[Path]) -> str:
+def describe_fixture(files: Iterable[FixtureFile]) -> str:
     """The DDL of fixture files (no data, no functions): a schema without a database. Each COMMENT ON TABLE /
     COLUMN is written beside the table or column it describes (`-- ...`), where a model reads it with the
     column, rather than as a separate statement many lines later."""
@@ -71,8 +73,8 @@ def describe_fixture(files: Iterable[Path]) -> str:
     kept: list[str] = []
     for f in files:
         try:
-            statements = split_statements(Path(f).read_text(encoding="utf-8"))
-        except (OSError, UnsafeSQL):
+            statements = split_statements(f.text())
+        except (CaseFileError, UnsafeSQL):
             continue
         for st in statements:
             lines = [ln for ln in st.text.splitlines() if not ln.strip().startswith("--")]

@@ -227,6 +227,7 @@ class TreeEvaluator:
             env=env,
             secrets=self.settings.secrets,
             settings=self.settings,
+            suite=self.suite,
         )
         agent = start_agent(a.spec, ctx)
         self.isolation = agent.isolation if isinstance(agent, SandboxedAgent) else None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import bot
@@ -46,3 +47,31 @@ def stop_child(proc: subprocess.Popen) -> None:
             continue
     proc.kill()
     proc.wait()
+
+
+def exchange(proc: subprocess.Popen, data: bytes, *, limit: int, timeout_s: float) -> tuple[bytes, int, bool]:
+    """Give a child started with stdin and stdout pipes `data` on its stdin, read at most `limit` + 1 bytes of
+    its stdout and wait for it: (what it printed, its exit code, whether `timeout_s` ran out and it was killed).
+    A child that prints more than `limit` is killed; when this process is stopped, the child is stopped too."""
+    assert proc.stdin is not None and proc.stdout is not None
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        proc.kill()
+
+    timer = threading.Timer(timeout_s, expire)
+    timer.start()
+    try:
+        proc.stdin.write(data)
+        proc.stdin.close()
+        out = proc.stdout.read(limit + 1)
+        if len(out) > limit:
+            proc.kill()
+        rc = proc.wait()
+    except BaseException:
+        stop_child(proc)
+        raise
+    finally:
+        timer.cancel()
+    return out, rc, expired.is_set()

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from bot.base.errors import CaseFileError
+from bot.base.fixture_files import fixture_digest
 from bot.base.git import repo_root
 from bot.base.yamlread import LineDict, LineList, load_yaml_file
 from bot.cases.builder import build_case
@@ -68,7 +69,10 @@ def _read_defaults(doc: LineDict, *, path: str) -> tuple[dict[str, Any], SuiteSe
     return case_defaults, suite_settings
 
 
-def _read_databases(doc: LineDict, *, base: Path, path: str) -> dict[str, tuple[Path, ...]]:
+def _read_databases(
+    doc: LineDict, *, base: Path, path: str
+) -> tuple[dict[str, tuple[Path, ...]], dict[str, str]]:
+    """Each database's fixture files, and the SHA-256 of each as read here (bot.cases.fixture_files)."""
     raw = doc.get("databases")
     if not isinstance(raw, dict) or not raw:
         raise CaseFileError(
@@ -77,6 +81,7 @@ def _read_databases(doc: LineDict, *, base: Path, path: str) -> dict[str, tuple[
             line=doc.line_of("databases") if "databases" in doc else doc.line,
         )
     out: dict[str, tuple[Path, ...]] = {}
+    digests: dict[str, str] = {}
     for name, files in raw.items():
         line = raw.line_of(name) if isinstance(raw, LineDict) else doc.line
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,40}", name):
@@ -89,8 +94,9 @@ def _read_databases(doc: LineDict, *, base: Path, path: str) -> dict[str, tuple[
                     f"fixture {f!r} of database {name!r} not found ({p})", path=path, line=line
                 )
             paths.append(p)
+            digests[str(p)] = fixture_digest(p, suite_file=path, line=line, db_label=name)
         out[name] = tuple(paths)
-    return out
+    return out, digests
 
 
 def _case_files(root: Path) -> list[Path]:
@@ -123,7 +129,7 @@ def load_suite(location: str | Path) -> Suite:
             path=spath,
             line=doc.line_of(unknown[0]),
         )
-    databases = _read_databases(doc, base=suite_file.parent, path=spath)
+    databases, fixture_digests = _read_databases(doc, base=suite_file.parent, path=spath)
     defaults, settings = _read_defaults(doc, path=spath)
     if len(databases) == 1:
         defaults.setdefault("db", next(iter(databases)))
@@ -167,6 +173,7 @@ def load_suite(location: str | Path) -> Suite:
         content_hash=hash_files([*files, *fixtures], base=suite_file.parent),
         files=tuple(files),
         location=loc.resolve(),
+        fixture_digests=fixture_digests,
     )
 
 

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from bot.base.fixture_files import FixtureFile, read_fixtures
 from bot.base.results import FrozenModel
 from bot.config.model import MAX_PERTURB
 from bot.config.presets import check_preset
@@ -142,6 +143,12 @@ class Suite:
     content_hash: str
     files: tuple[Path, ...] = field(default_factory=tuple)
     location: Path = Path(".")  # what load_suite was given: the folder or the single file
+    # The SHA-256 of each fixture file (by path) as the loader read it: what a run loads (bot.cases.fixture_files)
+    fixture_digests: dict[str, str] = field(default_factory=dict)
+
+    def fixtures(self, db: str) -> tuple[FixtureFile, ...]:
+        """The fixtures of database `db`, each the bytes the loader read, or refused (exit 2)."""
+        return read_fixtures(self.databases[db], self.fixture_digests)
 
     def case(self, case_id: str) -> Case:
         for c in self.cases:

@@ -56,3 +56,8 @@ def shard_of(case_id: str, count: int) -> int:
 
 def in_shard(case_id: str, shard: Shard) -> bool:
     return shard_of(case_id, shard.count) == shard.index
+
+
+def split_tags(text: str | None) -> tuple[str, ...]:
+    """`--tags a, b` as ("a", "b"): comma-separated, blanks dropped."""
+    return tuple(t.strip() for t in (text or "").split(",") if t.strip())

@@ -26,6 +26,7 @@ class SuiteDoc(FrozenModel):
     content_hash: str
     files: tuple[Path, ...]
     location: Path
+    fixture_digests: dict[str, str]  # what the reader read: the run loads those bytes or nothing
 
     @classmethod
     def of(cls, suite: Suite) -> SuiteDoc:

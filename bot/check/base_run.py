@@ -63,7 +63,7 @@ def base_run_key(side: Side, server: Server, settings: Settings) -> BaseKey | No
             "base_sha": tree.sha,
             "config": config_hash,
             "suite": side.suite.content_hash,
-            "fixtures": {db: fixture_fingerprint(side.suite.databases[db], server) for db in used},
+            "fixtures": {db: fixture_fingerprint(side.suite.fixtures(db), server) for db in used},
             "agent": agent_fp,
             "kb": kb_fp,
             "repeats": req.repeat,

@@ -17,22 +17,21 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from pydantic import ValidationError
 
-import bot
 from bot.agents import reach
 from bot.agents.sandbox import Sandbox, open_sandbox
 from bot.base.childenv import allow_listed
 from bot.base.errors import EXIT_BUG, EXIT_OK, CaseFileError, ConfigError, SqlcanaryError, error_boundary
 from bot.base.results import FrozenModel
-from bot.base.selfchild import self_argv, stop_child
+from bot.base.selfchild import exchange, self_argv
 from bot.cases.loader import load_suite
 from bot.cases.model import Suite
 from bot.cases.suite_doc import SuiteDoc
+from bot.check.head_agent_files import settle_agent_files
 from bot.config.model import Config, load_config
 
 MAX_OUTPUT = 256 * 1024 * 1024  # a suite of 100,000 cases is well below
@@ -46,6 +45,7 @@ class ReadRequest(FrozenModel):
 
     config_file: str | None
     suites: tuple[str, ...] = ()
+    checkout: str | None = None  # the head's checkout: the files its agent names must be in it
 
 
 class Problem(FrozenModel):
@@ -106,6 +106,8 @@ def read_files(req: ReadRequest) -> HeadFiles:
     if req.config_file:
         try:
             config = load_config(req.config_file)
+            if req.checkout:  # the files the agent names, read here or kept in the checkout
+                config = settle_agent_files(config, Path(req.checkout))
             out["config"] = config.model_dump(mode="json")
         except SqlcanaryError as exc:
             out["config_problem"] = Problem.of(exc)
@@ -151,9 +153,9 @@ def parse_output(out: bytes, rc: int, err: str, *, limit: int = MAX_OUTPUT) -> H
 
 def _reachable(sandbox: Sandbox, cwd: Path, req: ReadRequest) -> bool:
     """Whether the sandbox's user can run this Python and this sqlcanary and read the head's files."""
+    if not sandbox.reaches_sqlcanary():
+        return False
     try:
-        sandbox.check_reachable(Path(sys.executable), what="this Python", execute=True)
-        sandbox.check_reachable(Path(bot.__file__).parent, what="sqlcanary")
         sandbox.check_reachable(cwd, what="the head's folder")
         for path in (req.config_file, *req.suites):
             if path and Path(path).exists():
@@ -167,28 +169,8 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], data: bytes, sandbox: 
     with tempfile.TemporaryFile() as err:
         start = sandbox.popen if sandbox is not None else subprocess.Popen
         proc = start(argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
-        expired = threading.Event()
-
-        def expire() -> None:
-            expired.set()
-            proc.kill()
-
-        timer = threading.Timer(READ_TIMEOUT_S, expire)
-        timer.start()
-        try:
-            assert proc.stdin is not None and proc.stdout is not None
-            proc.stdin.write(data)
-            proc.stdin.close()
-            out = proc.stdout.read(MAX_OUTPUT + 1)
-            if len(out) > MAX_OUTPUT:
-                proc.kill()
-            rc = proc.wait()
-        except BaseException:
-            stop_child(proc)
-            raise
-        finally:
-            timer.cancel()
-        if expired.is_set():
+        out, rc, expired = exchange(proc, data, limit=MAX_OUTPUT, timeout_s=READ_TIMEOUT_S)
+        if expired:
             raise ConfigError(
                 f"reading the head's config and suite took over {READ_TIMEOUT_S:.0f} s: stopped"
             )

@@ -132,7 +132,10 @@ def open_trees(req: RunRequest, out: Roots, *, trust_alone: bool, read: ReadHead
     # The decided config's paths are relative to the base's config's folder, in the head's tree.
     folder = inside(base_file, out.base_root, out.head_root).parent if base_file else None
     folder = (folder or (head_file.parent if head_file else head_cwd)).resolve()
-    files = read(ReadRequest(config_file=_str(head_file), suites=_suites(req, out, base, folder)), head_cwd)
+    asked = ReadRequest(
+        config_file=_str(head_file), suites=_suites(req, out, base, folder), checkout=str(out.head_root)
+    )
+    files = read(asked, head_cwd)
     own = files.own_config(head_file) if head_file else Config(base_dir=str(head_cwd))
     config, notes = decide_head_config(
         own,

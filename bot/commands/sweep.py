@@ -13,6 +13,7 @@ from pathlib import Path
 from bot.base.errors import EXIT_BAD_INPUT, EXIT_OK, ConfigError
 from bot.base.results import write_json_atomic
 from bot.base.settings import Settings
+from bot.cases.selection import split_tags
 from bot.run.request import RunRequest
 from bot.sweep.files import read_run_files
 from bot.sweep.grid import load_grid
@@ -80,7 +81,7 @@ def _sweep_run(args: argparse.Namespace, settings: Settings) -> int:
         config=args.config,
         dsn=args.dsn,
         postgres=args.postgres,
-        tags=tuple(t.strip() for t in (args.tags or "").split(",") if t.strip()),
+        tags=split_tags(args.tags),
         ids=tuple(args.ids or ()),
         jobs=args.workers,
         agent_timeout=args.agent_timeout,

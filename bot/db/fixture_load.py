@@ -23,7 +23,8 @@ from pathlib import Path
 import psycopg2
 import psycopg2.extensions
 
-from bot.base.errors import CaseFileError
+from bot.base.errors import CaseFileError, DatabaseError
+from bot.base.fixture_files import FixtureFile
 from bot.db.fixture_sql import Unit, split_fixture
 
 # What the restricted role itself can change that would outlive the load (the same state the scratch guard
@@ -46,11 +47,16 @@ _NOT_PRIVILEGED = (
 
 
 def load_fixture(
-    dsn: str, files: tuple[Path, ...], *, db_label: str, budget_s: float = LOAD_BUDGET_S
+    dsn: str, files: tuple[FixtureFile, ...], *, db_label: str, budget_s: float = LOAD_BUDGET_S
 ) -> None:
     """Run each fixture file, in order, in a transaction of its own, as the role of `dsn` (the restricted one),
     within `budget_s` seconds for all of them."""
-    with closing(psycopg2.connect(dsn, connect_timeout=10, options=_OPTIONS)) as conn:
+    try:
+        opened = psycopg2.connect(dsn, connect_timeout=10, options=_OPTIONS)
+    except psycopg2.OperationalError as exc:
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise DatabaseError(f"cannot connect to load the fixture of database {db_label!r}: {first}") from None
+    with closing(opened) as conn:
         expired = threading.Event()
 
         def stop() -> None:
@@ -61,9 +67,9 @@ def load_fixture(
         timer.daemon = True
         timer.start()
         try:
-            for path in files:
-                units = split_fixture(_read(path), path)
-                _load_file(conn, units, path, db_label, over=_Budget(expired, budget_s))
+            for fixture in files:
+                units = split_fixture(fixture.text(), fixture.path)
+                _load_file(conn, units, fixture.path, db_label, over=_Budget(expired, budget_s))
         finally:
             timer.cancel()
 
@@ -82,17 +88,6 @@ class _Budget:
             path=str(path),
             line=line,
         )
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise CaseFileError(
-            f"fixture: not UTF-8 text ({exc.reason} at byte {exc.start})", path=str(path)
-        ) from None
-    except OSError as exc:
-        raise CaseFileError(f"fixture: cannot be read: {exc.strerror}", path=str(path)) from None
 
 
 def _state(cur: psycopg2.extensions.cursor) -> str:

@@ -8,16 +8,17 @@ import hashlib
 import os
 import re
 import secrets
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Protocol
 
 import psycopg2
 from psycopg2 import sql
 from psycopg2.extensions import make_dsn, parse_dsn
 
 from bot.base.errors import CaseFileError
+from bot.base.fixture_files import FixtureFile
 from bot.db.copies import drop_copies, is_copy, lease_copy, stale_copies
 from bot.db.fixture_load import load_fixture
 from bot.db.guards import guards_sql
@@ -41,13 +42,13 @@ class Database:
     dsn: str
 
 
-def fixture_fingerprint(files: tuple[Path, ...], server: Server) -> str:
+def fixture_fingerprint(files: tuple[FixtureFile, ...], server: Server) -> str:
     """Content hash of the fixture files, the server's major version and, for fixtures that insert dates
     relative to today, today's date (such data must be loaded on the day of the run)."""
     h = hashlib.sha256(f"loader{LOADER_VERSION}:pg{server.version_num // 10000}".encode())
     relative = False
     for f in files:
-        data = f.read_bytes()
+        data = f.data
         h.update(hashlib.sha256(data).digest())
         relative = relative or bool(_RELATIVE_DATES.search(data.decode("utf-8", "replace")))
     if relative:
@@ -117,14 +118,31 @@ def _catalog_only(server: Server, dbname: str) -> Iterator[psycopg2.extensions.c
         yield cur
 
 
-def _prepare(server: Server, loading: str, files: tuple[Path, ...], *, db_label: str) -> None:
-    """Load the fixture into `loading` (opened to the role by _open_to_runner) as the restricted role
+class FixtureLoader(Protocol):
+    """Runs fixture files into the database `dbname` as the restricted role (whose password is `password`)."""
+
+    def __call__(
+        self, server: Server, dbname: str, password: str, files: tuple[FixtureFile, ...], *, db_label: str
+    ) -> None: ...
+
+
+def load_here(
+    server: Server, dbname: str, password: str, files: tuple[FixtureFile, ...], *, db_label: str
+) -> None:
+    """The fixture loaded by this process (bot.db.fixture_load), as the restricted role."""
+    load_fixture(runner_dsn(server, dbname, password), files, db_label=db_label)
+
+
+def _prepare(
+    server: Server, loading: str, files: tuple[FixtureFile, ...], *, db_label: str, load: FixtureLoader
+) -> None:
+    """Load the fixture into `loading` (opened to the role by _open_to_runner) as the restricted role, by `load`
     (bot.db.fixture_load: untrusted SQL never runs as the admin), then, as the admin, give the role what the
     fixture left to others, add the guard schema and ANALYZE."""
     password = ensure_runner_role(server)
     with _catalog_only(server, loading) as cur:
         cur.execute(sql.SQL("GRANT USAGE, CREATE ON SCHEMA public TO {}").format(sql.Identifier(RUNNER_ROLE)))
-    load_fixture(runner_dsn(server, loading, password), files, db_label=db_label)
+    load(server, loading, password, files, db_label=db_label)
     try:
         with _catalog_only(server, loading) as cur:
             cur.execute(_HAND_OVER.replace("{role}", RUNNER_ROLE))
@@ -135,12 +153,15 @@ def _prepare(server: Server, loading: str, files: tuple[Path, ...], *, db_label:
         raise CaseFileError(
             f"fixture of database {db_label!r} loaded, but its template could not be prepared: {first} (a "
             "fixture must not create the `_sqlcanary` schema or change what sqlcanary adds)",
-            path=str(files[-1]) if files else None,
+            path=str(files[-1].path) if files else None,
         ) from None
 
 
-def ensure_template(server: Server, *, db_label: str, files: tuple[Path, ...]) -> tuple[str, str]:
-    """The template database for these fixture files, loaded once and reused while they are unchanged.
+def ensure_template(
+    server: Server, *, db_label: str, files: tuple[FixtureFile, ...], load: FixtureLoader = load_here
+) -> tuple[str, str]:
+    """The template database for these fixture files, loaded once (by `load`) and reused while they are
+    unchanged.
 
     Returns (template name, fingerprint)."""
     fingerprint = fixture_fingerprint(files, server)
@@ -168,7 +189,7 @@ def ensure_template(server: Server, *, db_label: str, files: tuple[Path, ...]) -
                 )
                 _open_to_runner(cur, loading)
                 try:
-                    _prepare(server, loading, files, db_label=db_label)
+                    _prepare(server, loading, files, db_label=db_label, load=load)
                 except BaseException:
                     cur.execute(
                         sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(loading))
@@ -250,7 +271,11 @@ def _pid_alive(pid: int) -> bool:
 
 @contextmanager
 def working_databases(
-    server: Server, databases: dict[str, tuple[Path, ...]], *, prune: PrunePolicy | None = None
+    server: Server,
+    databases: Mapping[str, tuple[FixtureFile, ...]],
+    *,
+    prune: PrunePolicy | None = None,
+    load: FixtureLoader = load_here,
 ) -> Iterator[dict[str, Database]]:
     """A working copy of each suite database's template for this run: a kept copy leased for the run
     (bot.db.copies), or, when every slot is leased, a clone of its own dropped afterwards. Templates past
@@ -263,7 +288,7 @@ def working_databases(
     with closing(admin_connect(server)) as leases, leases.cursor() as cur:  # its closing ends the leases
         try:
             for label, files in databases.items():
-                template, fingerprint = ensure_template(server, db_label=label, files=files)
+                template, fingerprint = ensure_template(server, db_label=label, files=files, load=load)
                 leased = lease_copy(server, cur, template, clone=clone_database)
                 name = leased[0] if leased else f"{WORK_PREFIX}{label[:24]}_{run_tag}".lower()
                 if leased is None:

@@ -77,7 +77,7 @@ def repair(
         kb=kb,
         tx=None,
         limits=limits,
-        agent_factory=agent_factory or default_agent_factory(config, settings),
+        agent_factory=agent_factory or default_agent_factory(config, settings, suite),
         opts=run_options or default_run_options(config),
         dry_run=req.dry_run,
         secrets=settings.secrets if settings else (),

@@ -10,6 +10,7 @@ from bot.agents import AgentContext
 from bot.agents.base import AgentAdapter
 from bot.agents.env import agent_environment
 from bot.base.settings import Settings
+from bot.cases.model import Suite
 from bot.config.model import Config
 from bot.llm.protocol import JsonLLM
 from bot.run.sandboxed import start_agent
@@ -45,7 +46,9 @@ def budget_spent(limits: Limits, config_max_calls: int | None, detail: str = "")
     )
 
 
-def default_agent_factory(config: Config, settings: Settings | None = None) -> Callable[[], AgentAdapter]:
+def default_agent_factory(
+    config: Config, settings: Settings | None = None, suite: Suite | None = None
+) -> Callable[[], AgentAdapter]:
     """A fresh agent per run (run_suite closes it); it reads the KB from disk, so edits take effect. With
     `settings`, a process agent gets only the allow-listed environment and its answers are masked. Started as
     `sqlcanary run` starts it: an agent running the pull request's code runs in a sandbox of its own when
@@ -55,7 +58,7 @@ def default_agent_factory(config: Config, settings: Settings | None = None) -> C
     if config.agent and config.agent.persistent:
         options["persistent"] = True
     timeout = config.agent.timeout if config.agent else 120.0
-    ctx = AgentContext(base_dir=config.base_dir, options=options, timeout_s=timeout)
+    ctx = AgentContext(base_dir=config.base_dir, options=options, timeout_s=timeout, suite=suite)
     if settings is not None:
         allow = config.agent.env if config.agent else ()
         ctx = replace(

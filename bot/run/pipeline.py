@@ -74,7 +74,7 @@ def evaluate_request(
             )
             return Evaluated(run=reused[0], out=out)
     started = sandboxed_start(
-        choice.spec, lambda box: choice.start(settings, box), policy=req.sandbox_policy, warn=_warn
+        choice.spec, lambda box: choice.start(settings, box, suite), policy=req.sandbox_policy, warn=_warn
     )
     with started as (agent, isolation):  # an agent that cannot start is said before any database error
         opts = replace(opts, sandbox=isolation)

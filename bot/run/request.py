@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from bot.agents.sandbox import Policy
 from bot.base.errors import ConfigError
+from bot.cases.selection import split_tags
 from bot.config.model import MAX_PERTURB
 from bot.db.provision import Mode
 
@@ -90,7 +91,7 @@ class RunRequest:
     def from_args(cls, args: argparse.Namespace) -> RunRequest:
         given = vars(args)
         values: dict[str, Any] = {f.name: given[f.name] for f in fields(cls) if given.get(f.name) is not None}
-        values["tags"] = tuple(t.strip() for t in (args.tags or "").split(",") if t.strip())
+        values["tags"] = split_tags(args.tags)
         values["ids"] = tuple(args.ids or ())
         values["repeat"] = args.repeat if args.repeat is not None else 1
         return cls(**values)

@@ -79,7 +79,7 @@ def head_run_key(
             "side": "head",
             "config": config_digest(config),
             "suite": suite.content_hash,
-            "fixtures": {db: fixture_fingerprint(suite.databases[db], server) for db in used},
+            "fixtures": {db: fixture_fingerprint(suite.fixtures(db), server) for db in used},
             "agent": opts.agent_fingerprint,
             "spec": spec,
             "kb": opts.kb_fingerprint,

@@ -29,6 +29,7 @@ from bot.db.templates import working_databases
 from bot.run.cache import AnswerCache, AnswerSource
 from bot.run.case_judge import JudgeFn
 from bot.run.case_results import case_result, combine_attempts, judge_hash
+from bot.run.fixture_apart import load_apart
 from bot.run.judging import Judge
 from bot.run.perturb_setup import copies_wanted, perturbed_copies
 from bot.run.query_cost import CostMemo
@@ -171,9 +172,9 @@ def run_suite(
 ) -> RunResult:
     run = _SuiteRun(suite, cases, agent, server, opts)
     costs = CostMemo(opts.query_costs)
-    used_dbs = {c.db: suite.databases[c.db] for c in cases}
+    used_dbs = {c.db: suite.fixtures(c.db) for c in cases}
     with (
-        working_databases(server, used_dbs) as dbs,
+        working_databases(server, used_dbs, load=load_apart) as dbs,
         perturbed_copies(
             server,
             suite,

@@ -46,7 +46,7 @@ class AgentChoice:
     inputs: AgentInputs = AgentInputs()
     remote: bool = False
 
-    def start(self, settings: Settings, sandbox: Sandbox | None = None):
+    def start(self, settings: Settings, sandbox: Sandbox | None = None, suite: Suite | None = None):
         """The agent, started: a process agent gets only the allow-listed environment (plus `agent.env`), and
         every secret of `settings` is masked out of what it answers; with a sandbox, every process of the agent
         runs as its unprivileged user (bot.agents.sandbox)."""
@@ -61,6 +61,7 @@ class AgentChoice:
                 secrets=settings.secrets,
                 settings=settings,
                 sandbox=sandbox,
+                suite=suite,
             ),
         )
 

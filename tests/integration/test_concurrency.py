@@ -24,6 +24,7 @@ import psycopg2
 import pytest
 import yaml
 
+from bot.base.fixture_files import trusted_fixtures
 from bot.base.results import read_run
 from bot.cli import main
 from bot.db.provision import provision
@@ -202,7 +203,7 @@ def test_two_embedded_default_runs_at_once_reconnect(tmp_path, pg_server):
 def test_a_second_run_keeps_the_first_runs_password(tmp_path, password_dsn):
     suite, label = _suite(tmp_path)
     server = provision(dsn=password_dsn)
-    with working_databases(server, {label: (tmp_path / "t.sql",)}) as dbs:
+    with working_databases(server, {label: trusted_fixtures([tmp_path / "t.sql"])}) as dbs:
         first = dbs[label].dsn
         before = _rolpassword(password_dsn)
         out = tmp_path / "second.json"

@@ -35,7 +35,7 @@ KEY_WIDTH = 30  # how firstdiff shows a key value
 def shop_session(pg_server):
     """A fresh working copy of the shop database, read through the restricted role as a run does."""
     suite = load_suite(SHOP)
-    with working_databases(pg_server, suite.databases) as dbs:
+    with working_databases(pg_server, {db: suite.fixtures(db) for db in suite.databases}) as dbs:
         session = Session(dbs["shop"].dsn, statement_timeout_ms=30_000, row_cap=10_000)
         yield session
         session.close()

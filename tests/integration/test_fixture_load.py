@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.base.errors import CaseFileError
+from bot.base.fixture_files import trusted_fixtures
 from bot.db.role import RUNNER_ROLE
 from bot.db.templates import admin_connect, ensure_template
 
@@ -26,7 +27,7 @@ def _fixture(tmp_path: Path, text: str, name: str = "shop.sql") -> Path:
 
 def _load(pg_server, path: Path) -> CaseFileError:
     with pytest.raises(CaseFileError) as info:
-        ensure_template(pg_server, db_label=f"hostile_{os.getpid()}", files=(path,))
+        ensure_template(pg_server, db_label=f"hostile_{os.getpid()}", files=trusted_fixtures([path]))
     return info.value
 
 
@@ -83,7 +84,7 @@ def test_a_fixture_that_would_hold_the_check_is_stopped_at_its_budget(pg_server,
     path.write_text("SET statement_timeout = 0;\nSELECT pg_sleep(600);\nSELECT 1;\n", encoding="utf-8")
     dsn = runner_dsn(pg_server, "postgres", ensure_runner_role(pg_server))
     with pytest.raises(CaseFileError) as info:
-        load_fixture(dsn, (path,), db_label="sleepy", budget_s=1.0)
+        load_fixture(dsn, trusted_fixtures([path]), db_label="sleepy", budget_s=1.0)
     assert "did not load within 1 s" in str(info.value)
     assert (info.value.path, info.value.line) == (str(path), 2)
 
@@ -123,7 +124,7 @@ def test_a_pg_dump_style_fixture_loads_as_the_restricted_role(pg_server, tmp_pat
     )
     path = tmp_path / "dump.sql"
     path.write_text(text)
-    template, _ = ensure_template(pg_server, db_label=f"dump_{os.getpid()}", files=(path,))
+    template, _ = ensure_template(pg_server, db_label=f"dump_{os.getpid()}", files=trusted_fixtures([path]))
     with closing(admin_connect(pg_server)) as conn, conn.cursor() as cur:
         cur.execute(f'ALTER DATABASE "{template}" WITH ALLOW_CONNECTIONS true')
     try:
@@ -147,7 +148,7 @@ def test_loading_a_fixture_leaves_the_role_holding_nothing_on_a_shared_object(pg
     """The role's check at every run start resets a role holding a grant on a database (bot.db.rolestate): a
     template whose load granted the role anything there would make every later run reset it."""
     path = _fixture(tmp_path, "INSERT INTO customers VALUES (1, 'Ada');\n", name="clean.sql")
-    template, _ = ensure_template(pg_server, db_label=f"clean_{os.getpid()}", files=(path,))
+    template, _ = ensure_template(pg_server, db_label=f"clean_{os.getpid()}", files=trusted_fixtures([path]))
     try:
         with closing(admin_connect(pg_server)) as conn, conn.cursor() as cur:
             cur.execute(

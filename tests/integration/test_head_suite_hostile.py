@@ -68,6 +68,56 @@ def test_a_fixture_the_head_changed_runs_no_program_and_names_its_line(repo, fak
     assert all(r.get("conclusion") not in ("success", "neutral") for r in runs)
 
 
+@pytest.mark.parametrize("link", [False, True], ids=["named", "linked"])
+def test_a_fixture_path_that_means_another_file_to_root_is_not_loaded(repo, fake, capfd, link):
+    """The head names as its fixture a path whose content depends on who opens it: `/proc/self/environ` is the
+    head's reader's own (allow-listed) environment when the reader opens it, but the environment of the head's
+    `sqlcanary run`, which holds the admin DSN, when that child does. Its first token used to come back in the
+    load's syntax error. The run loads only the bytes the reader read (bot.base.fixture_files), so nothing of it
+    is loaded or shown: the head's run stops naming the fixture, and no check passes."""
+    suite = "name: tiny\ndatabases:\n  shop: " + ("shop.sql" if link else "/proc/self/environ") + "\n"
+    sha = attack(repo, "environ", {"evals/suite/suite.yml": suite}) if not link else _linked(repo)
+    with pytest.raises(ConfigError, match="evaluating the head .* failed with exit code 2"):
+        check_pr(repo, fake, "environ", sha, capfd)
+    err = capfd.readouterr().err
+    # The reader read its own environment (its path resolved to its own pid, gone by now); the run reads
+    # nothing else in its place, and nothing of an environment is shown.
+    assert "environ: fixture: " in err
+    assert "syntax error" not in err and "PATH" not in err and "DATABASE_URL" not in err
+    runs = fake.state.repo(REPO).check_runs.values()
+    assert all(r.get("conclusion") not in ("success", "neutral") for r in runs)
+
+
+def _linked(repo: dict) -> str:
+    """The `environ` branch: the suite's own `shop.sql` replaced by a symbolic link to /proc/self/environ."""
+    src: Path = repo["src"]
+    git(src, "checkout", "-q", "-b", "environ", "main")
+    (src / "evals/suite/shop.sql").unlink()
+    (src / "evals/suite/shop.sql").symlink_to("/proc/self/environ")
+    git(src, "add", "-A")
+    git(src, "commit", "-qm", "attack: a linked fixture")
+    git(src, "push", "-q", "origin", "environ")
+    sha = git(src, "rev-parse", "HEAD")
+    git(src, "checkout", "-q", "main")
+    return sha
+
+
+def test_an_agent_file_outside_the_checkout_is_never_read(repo, fake, capfd, tmp_path):
+    """The head's agent is `predictions:` of a file only root may read, outside its checkout (here: the right
+    answers, so reading it would pass the check). sqlcanary reads a `predictions:` file itself, as root; the
+    head's reader settles it first, with the agent's privileges, and refuses it: the check stops, exit 2."""
+    secret = tmp_path / "root-only" / "answers.jsonl"
+    secret.parent.mkdir(mode=0o700)
+    secret.write_text("".join(json.dumps({"id": k, "sql": v}) + "\n" for k, v in GOOD.items()))
+    secret.chmod(0o600)
+    config = f'suite: ../suite\nagent: {{"spec": "predictions:{secret}"}}\n'
+    sha = attack(repo, "outside", {trust.CONFIG: config})
+    with pytest.raises(ConfigError, match="outside the pull request's checkout"):
+        check_pr(repo, fake, "outside", sha, capfd)
+    runs = fake.state.repo(REPO).check_runs.values()
+    assert all(r.get("conclusion") not in ("success", "neutral") for r in runs)
+
+
 def test_setup_sql_that_ends_the_transaction_cannot_rewrite_the_run_data(repo, fake, capsys):
     """`COMMIT; UPDATE ...` in a head-added case's setup used to rewrite the customers for every later case, so
     the broken `names` answer (the cities) matched its gold. The setup now runs through the prediction guards."""

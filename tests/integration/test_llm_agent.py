@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from bot.agents import AgentContext, make_agent
+from bot.base.fixture_files import trusted_fixtures
 from bot.base.results import read_run
 from bot.cases.loader import load_suite
 from bot.cli import main
@@ -102,7 +103,9 @@ def test_live_schema_from_a_dsn_has_types_and_comments(pg_server, tmp_path, monk
     from bot.db.templates import clone_database, drop_database, ensure_template
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    template, _ = ensure_template(pg_server, db_label="shop", files=(SHOP / "fixtures" / "shop.sql",))
+    template, _ = ensure_template(
+        pg_server, db_label="shop", files=trusted_fixtures([SHOP / "fixtures" / "shop.sql"])
+    )
     name = "sqlcanary_test_llm_schema"
     drop_database(pg_server, name)
     clone_database(pg_server, template, name)

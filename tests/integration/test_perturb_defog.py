@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from bot.base.fixture_files import trusted_fixtures
 from bot.base.results import RunResult, read_run
 from bot.cli import main
 from bot.db.templates import admin_connect, clone_database, drop_database, ensure_template
@@ -136,7 +137,9 @@ def clones(pairs_suite, pg_server):
     names: dict[str, str] = {}
     try:
         for db in sorted({p["db"] for p in PAIRS}):
-            template, _ = ensure_template(pg_server, db_label=db, files=(suite / "fixtures" / f"{db}.sql",))
+            template, _ = ensure_template(
+                pg_server, db_label=db, files=trusted_fixtures([suite / "fixtures" / f"{db}.sql"])
+            )
             names[db] = f"sqlcanary_test_pairs_{db}"
             clone_database(pg_server, template, names[db])
         yield names

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from bot.base.fixture_files import trusted_fixtures
 from bot.cases.loader import load_suite
 from bot.db.templates import admin_connect, clone_database, drop_database, ensure_template
 from bot.scoring.structural import schema_from_rows, structural_verdict
@@ -110,7 +111,9 @@ UNLOCATABLE = {"shop-traffic-dau-yoy-id-nov", "shop-ads-search-ctr-yoy-dec"}
 @pytest.fixture(scope="module")
 def shop_schema(pg_server) -> dict[str, dict[str, str]]:
     """The live schema of the shop fixture, read from a clone of its template as the runner reads it."""
-    template, _ = ensure_template(pg_server, db_label="shop", files=(SHOP / "fixtures" / "shop.sql",))
+    template, _ = ensure_template(
+        pg_server, db_label="shop", files=trusted_fixtures([SHOP / "fixtures" / "shop.sql"])
+    )
     name = "sqlcanary_test_structural_shop"
     clone_database(pg_server, template, name)
     try:

@@ -12,6 +12,7 @@ import psycopg2
 import pytest
 from psycopg2 import sql
 
+from bot.base.fixture_files import FixtureFile, trusted_fixtures
 from bot.db import copies
 from bot.db.provision import admin_connect
 from bot.db.templates import clone_database, ensure_template, working_databases
@@ -22,11 +23,11 @@ FIXTURE = "CREATE TABLE t (id serial PRIMARY KEY, x int); INSERT INTO t (x) VALU
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> tuple[str, dict[str, tuple[Path, ...]]]:
+def db(tmp_path: Path) -> tuple[str, dict[str, tuple[FixtureFile, ...]]]:
     label = f"wc_{uuid.uuid4().hex[:10]}"  # unique: the server keeps templates and copies across sessions
     fixture = tmp_path / "t.sql"
     fixture.write_text(FIXTURE)
-    return label, {label: (fixture,)}
+    return label, {label: trusted_fixtures([fixture])}
 
 
 def oid(dsn: str, name: str) -> int | None:
