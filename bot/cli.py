@@ -17,6 +17,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("init", "init", "start a project: sqlcanary.yml, a suite with two cases, an agent and the workflow"),
     ("validate", "validate", "check config, suite and KB (no database, no agent): every error at once"),
     ("run", "run", "run a benchmark suite through an agent and judge every case"),
+    (
+        "audit",
+        "audit",
+        "suspect golds: audit the answer key on the suite's fixtures before blaming the agent",
+    ),
     ("rescore", "rescore", "judge a saved run's predictions again (no agent call)"),
     ("import", "import_", "turn a public benchmark into a sqlcanary suite"),
     ("compare", "compare", "which cases a change broke or fixed: compare a base and a head run"),

@@ -92,6 +92,32 @@ def test_imported_spider_golds_give_sqlite_answers_on_postgresql(spider, pg_dsn:
     ]  # "France" as a string; LIKE matched 'Joe' for '%joe%'
 
 
+def test_an_import_is_not_audited_unless_asked(spider) -> None:
+    out, printed, _ = spider
+    assert not (out / "audit.json").exists()
+    assert "not audited" in printed and f"sqlcanary audit {out}" in printed
+
+
+def test_import_audit_writes_the_audit_json_beside_the_suite(tmp_path: Path, pg_dsn: str, capsys) -> None:
+    """`--audit`: the imported golds audited as `sqlcanary audit --format json` audits them, written to
+    OUT/audit.json: the gold PostgreSQL refuses (a column neither grouped nor aggregated) is a gold_error."""
+    build_sqlite(tmp_path / "database", "concert_singer")
+    out = tmp_path / "suite"
+    argv = ["import", "spider", str(PAIRS / "spider_dev.json"), "--db-dir", str(tmp_path / "database")]
+    assert main([*argv, "--out", str(out), "--audit", "--dsn", pg_dsn]) == 0
+    printed = capsys.readouterr().out
+    report = json.loads((out / "audit.json").read_text())
+    assert report["schema_version"] == 1 and report["audited"] == 6 and report["skipped"] == 0
+    kinds = {(s["case_id"], s["kind"]) for s in report["suspects"]}
+    assert ("concert_singer:5", "gold_error") in kinds
+    assert all(s["source"].startswith(str(out / "cases" / "concert_singer.yml")) for s in report["suspects"])
+    assert f"written to {out / 'audit.json'}" in printed
+    # the same document `sqlcanary audit --format json` prints
+    again = tmp_path / "again.json"
+    assert main(["audit", str(out), "--dsn", pg_dsn, "-q", "--format", "json", "--out", str(again)]) == 0
+    assert json.loads(again.read_text()) == report
+
+
 def test_bird_pairs_keep_their_ids_evidence_and_difficulty(tmp_path: Path, pg_dsn: str, capsys) -> None:
     build_sqlite(tmp_path / "dev_databases", "debit_card")
     out = tmp_path / "bird"
