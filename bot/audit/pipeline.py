@@ -32,7 +32,7 @@ from bot.run.perturbed import Copies
 from bot.run.query_cases import as_compared
 from bot.run.request import RunRequest
 from bot.run.server import provision_server
-from bot.run.setup import default_run_options, suite_and_cases
+from bot.run.setup import default_run_options, suite_and_cases, suite_loader
 from bot.scoring.execution import resolve_options
 
 Say = Callable[[str], None]
@@ -53,6 +53,9 @@ class AuditRequest:
     jobs: int | None = None
     perturb: int | None = None  # `--perturb K` (None: the config's `perturb`); 0: gold_fails_on_perturbed off
     llm: bool = False  # `--llm`: llm_hint
+    suite_data: str | None = (
+        None  # a check's head: its suite as the head's reader parsed it (bot.cases.suite_doc)
+    )
 
 
 class _Schemas:
@@ -137,9 +140,11 @@ def audit_request(req: AuditRequest, settings: Settings, *, say: Say = lambda _:
     """Audit the suite `req` names: bad input (a suite, case or run file that cannot be read) stops it before any
     database is started."""
     config = find_config(req.config, req.suite, cwd=Path.cwd())
-    selection = RunRequest(suite=req.suite, config=req.config, tags=req.tags, ids=req.ids)
+    selection = RunRequest(
+        suite=req.suite, config=req.config, tags=req.tags, ids=req.ids, suite_data=req.suite_data
+    )
     with remembered(settings.cache_dir / "sql-parse"):
-        suite, cases = suite_and_cases(selection, config)
+        suite, cases = suite_and_cases(selection, config, load=suite_loader(selection))
     answers = answers_from_runs(req.runs)
     queries = [c for c in cases if c.category == "query"]
     run_opts = default_run_options(config)

@@ -17,6 +17,8 @@ from bot.base.resultfiles import ResultFiles
 from bot.base.results import RunResult
 from bot.base.settings import Settings
 from bot.cases.model import Suite
+from bot.check.audit_child import FILE as AUDIT_FILE
+from bot.check.audit_child import audit_touched
 from bot.check.base_run import evaluate_base
 from bot.check.base_run import run_baseline as run_baseline  # the Action's baseline mode imports it from here
 from bot.check.causes_child import find_causes_apart
@@ -126,6 +128,10 @@ def run_check(req: CheckRequest, settings: Settings, *, say: Say = lambda _: Non
         # The head's suite, read once: the reports' gold SQL, attribution's request and the Action's repair
         head_suite = plan.head.read_suite()
         comparison = _compare(req, plan, runs, diff)
+        audit, notes = audit_touched(
+            plan.head, server, _touched(comparison), out_dir / AUDIT_FILE, plan.settings
+        )
+        comparison = comparison.model_copy(update={"warnings": (*comparison.warnings, *notes)})
         found = None
         if runs.base is not None and req.attribute_calls and comparison.judged_as("regressed"):
             found = _attribute(plan, comparison, diff, server, runs.head, req.attribute_calls, say)
@@ -134,6 +140,7 @@ def run_check(req: CheckRequest, settings: Settings, *, say: Say = lambda _: Non
     comparison, files = write_reports(
         comparison, runs.base, runs.head, out_dir, secrets=plan.settings.secrets, comment=req.write_comment
     )
+    files = (*files, AUDIT_FILE) if audit is not None else files
     return CheckResult(
         head_config=plan.head.config,
         found=found,
@@ -146,6 +153,11 @@ def run_check(req: CheckRequest, settings: Settings, *, say: Say = lambda _: Non
         base_sha=plan.base_sha,
         head_sha=plan.head.tree.sha,
     )
+
+
+def _touched(comparison: Comparison) -> list[str]:
+    """The cases whose gold the change may have written: new in the head, or edited."""
+    return [c.id for c in comparison.cases if c.transition in ("new", "renamed") or c.edited]
 
 
 def _evaluate(plan: CheckPlan, server: Server, *, use_cache: bool, say: Say) -> _Runs:

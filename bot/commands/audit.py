@@ -51,6 +51,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--strict", action="store_true", help="exit 1 when any gold is suspect (default: advisory)"
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line on stderr")
+    p.add_argument(
+        "--suite-data", help=argparse.SUPPRESS
+    )  # a check's head: its suite as its reader parsed it
 
 
 def main(args: argparse.Namespace, settings: Settings) -> int:
@@ -67,6 +70,7 @@ def main(args: argparse.Namespace, settings: Settings) -> int:
         jobs=args.jobs,
         perturb=args.perturb,
         llm=args.llm,
+        suite_data=args.suite_data,
     )
     say = (lambda _: None) if args.quiet else (lambda text: print(text, file=sys.stderr))
     done = audit_request(req, settings, say=say)
