@@ -42,9 +42,8 @@ def audit_touched(
     with tempfile.TemporaryDirectory(prefix="sqlcanary-audit-") as private:
         argv = ["audit", "--config", str(write_resolved(tree.config, Path(private) / "head.json"))]
         argv += [side.relative_run.suite] if side.relative_run.suite else []
-        if (
-            tree.files is not None
-        ):  # the head's suite, as its reader parsed it: the child parses no YAML of it
+        # The head's suite, as its reader parsed it: the child parses no YAML of it.
+        if tree.files is not None:
             data = Path(private) / "head-suite.json"
             data.write_text(SuiteDoc.of(side.suite).model_dump_json(), encoding="utf-8")
             argv += ["--suite-data", str(data)]
